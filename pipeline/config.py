@@ -1,0 +1,76 @@
+"""Run configuration: paths, limits and thresholds. Its hash keys cached stage outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CODE_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_record_bytes: int = 64 * 1024 * 1024  # one JSON line
+    max_chunk_bytes: int = 4 * 1024 * 1024 * 1024  # decompressed chunk (gzip-bomb guard)
+    step_limit: int = 250  # mini-swe-agent's default step limit
+
+
+@dataclass(frozen=True)
+class DedupParams:
+    num_perm: int = 128
+    bands: int = 16
+    rows: int = 8
+    threshold: float = 0.8
+    seed: int = 1
+    shingle: int = 5
+
+
+@dataclass(frozen=True)
+class Config:
+    affine: tuple[str, ...] = ()  # corpus directories or https:// base URLs
+    swelego: tuple[str, ...] = ()  # files or folders of SWE-Lego Parquet/JSONL
+    catalog: str | None = None
+    benchmarks: str | None = None
+    no_benchmarks: bool = False
+    workdir: str = "data"
+    executor: str = "local"
+    workers: int = 2
+    ray_address: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    dedup: DedupParams = field(default_factory=DedupParams)
+
+    def stage_hash(self) -> str:
+        """Hash of everything that changes what a stage outputs (not paths or executor)."""
+        relevant = {
+            "code": CODE_VERSION,
+            "limits": asdict(self.limits),
+            "dedup": asdict(self.dedup),
+            "no_benchmarks": self.no_benchmarks,
+        }
+        return hashlib.sha256(orjson.dumps(relevant, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+    @staticmethod
+    def load(path: str | Path | None, **overrides: Any) -> Config:
+        """Read a TOML config (keys as the field names) and apply non-None CLI overrides."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            data = tomllib.loads(Path(path).read_text())
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        if "limits" in data and isinstance(data["limits"], dict):
+            data["limits"] = Limits(**data["limits"])
+        if "dedup" in data and isinstance(data["dedup"], dict):
+            data["dedup"] = DedupParams(**data["dedup"])
+        for key in ("affine", "swelego"):
+            if key in data:
+                v = data[key]
+                data[key] = (v,) if isinstance(v, str) else tuple(v)
+        known = {f.name for f in fields(Config)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config keys: {sorted(unknown)}")
+        return Config(**data)

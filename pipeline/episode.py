@@ -1,0 +1,117 @@
+"""The one intermediate model (DESIGN §3): raw runs in, Episodes through, rows out.
+
+Sources yield :class:`RawRun` (or :class:`Quarantined` for unreadable input); parsers turn a
+RawRun into an :class:`Episode`; converters turn every ``ToolCall`` into a :class:`Bash`; the
+renderer turns the Episode into mini-swe-agent v1 messages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+RESOLVED_VALUES = ("resolved", "not resolved", "unknown")
+
+
+@dataclass(slots=True)
+class RawRun:
+    """One record exactly as a source read it, before any interpretation."""
+
+    source_uid: str
+    origin: str  # "Affine corpus" | "SWE-Lego" | a community format name
+    kind: str  # "view" | "trace" | "swelego" | "sweagent" | "openhands" | "swesmith" | "miniswe"
+    epoch: int | None
+    payload: dict[str, Any]
+    raw_bytes: int
+    resolved_hint: str | None = None  # e.g. SWE-Lego's split from the file name
+
+
+@dataclass(slots=True)
+class Quarantined:
+    """Bad input: counted in the ledger with where it came from, never silently lost."""
+
+    source_uid: str
+    epoch: int | None
+    reason: str
+    detail: str
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A structured tool call as the harness recorded it (name and decoded arguments)."""
+
+    name: str
+    args: dict[str, Any]
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
+class Bash:
+    """A shell command in its final form: what mini-swe-agent would run."""
+
+    command: str
+
+
+@dataclass(slots=True)
+class Step:
+    """One action and what it printed. ``returncode`` is None when the source did not say."""
+
+    thought: str
+    call: ToolCall | Bash
+    observation: str
+    returncode: int | None = None
+
+
+@dataclass(slots=True)
+class Task:
+    instance_id: str
+    repo: str
+    problem_statement: str
+    pool: str
+    language: str
+    base_commit: str | None = None
+    patch: str | None = None
+
+
+@dataclass(slots=True)
+class Meta:
+    origin: str
+    harness: str
+    model: str
+    source_uid: str
+    dialect: str
+    resolved: str = "unknown"  # one of RESOLVED_VALUES
+    submitted: bool = False
+    fold_group: str | None = None
+    epoch: int | None = None
+    repo_root: str | None = None  # the root the harness used, when the parser saw it
+
+
+@dataclass(slots=True)
+class Episode:
+    task: Task
+    meta: Meta
+    steps: list[Step]
+    # parser/converter counters (e.g. "problem_statement_fallback", "returncode_inferred")
+    counters: Counter[str] = field(default_factory=Counter)
+
+
+class PipelineDrop(Exception):
+    """Raised by a parser or converter to drop one run with a ledger reason."""
+
+    def __init__(self, stage: str, reason: str, detail: str = "") -> None:
+        super().__init__(f"{stage}/{reason}: {detail}")
+        self.stage = stage
+        self.reason = reason
+        self.detail = detail
+
+
+class ParseError(PipelineDrop):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__("parse", reason, detail)
+
+
+class ConvertError(PipelineDrop):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__("convert", reason, detail)
