@@ -42,3 +42,40 @@ def dataset_name(origin: str, harness: str) -> str:
     """``mini-coder-<origin>-<machine>``, e.g. ``mini-coder-affine-bash``."""
     origin_slug = ORIGIN_SLUGS.get(origin, origin.replace(" ", "-").replace("_", "-").lower())
     return f"mini-coder-{origin_slug}-{machine_of(harness)}"
+
+# Task pool id (``affine_source``) -> the name the card's summary line uses.
+POOL_NAMES: dict[str, str] = {
+    "swesmith": "SWE-smith",
+    "scaleswe": "ScaleSWE",
+    "multiswe": "Multi-SWE-bench",
+    "swerebench_v2": "SWE-rebench V2",
+    "swerebench": "SWE-rebench",
+    "r2e_gym": "R2E-Gym",
+    "swelego": "SWE-Lego",
+    "SWE-Lego": "SWE-Lego",
+    "swebench": "SWE-bench",
+}
+
+# The card's License section per origin.
+LICENSE_TEXTS: dict[str, str] = {
+    "Affine corpus": (
+        "**Not settled.** Affine publishes no license for its corpus (none on `data.affine.io` or in "
+        "`AffineFoundation/affine`). The task records come from public datasets under their own terms."
+    ),
+    "SWE-Lego": (
+        "**Not settled.** The trajectories come from the SWE-Lego dataset and keep its terms; check them "
+        "before use. The task records come from public datasets under their own terms."
+    ),
+}
+
+
+def pool_name(pool: str) -> str:
+    return POOL_NAMES.get(pool, pool)
+
+
+def license_text(origin: str) -> str:
+    return LICENSE_TEXTS.get(
+        origin,
+        f"**Not settled.** The runs come from `{origin}` inputs under their own terms. The task records "
+        "come from public datasets under their own terms.",
+    )

@@ -1,0 +1,39 @@
+# trajpipe: `make publish` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SHARED := ../shared
+BENCH_TABLES := $(if $(wildcard $(SHARED)/benchmarks/*.jsonl),$(SHARED)/benchmarks,data/sample/benchmarks)
+SAMPLE_RUNS ?= 120
+SAMPLE_EPOCHS ?= 2
+
+.PHONY: venv publish test fuzz lint bench clean
+
+$(BIN)/trajpipe: pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev,ray]"
+	touch $@
+
+venv: $(BIN)/trajpipe
+
+data/sample/labels.jsonl: | $(BIN)/trajpipe
+	$(BIN)/trajpipe synth --out data/sample --runs $(SAMPLE_RUNS) --epochs $(SAMPLE_EPOCHS) --seed 7 \
+		$(if $(wildcard $(SHARED)/benchmarks/*.jsonl),--benchmarks $(SHARED)/benchmarks,) > /dev/null
+
+publish: venv data/sample/labels.jsonl
+	$(BIN)/trajpipe run --rebuild --workdir data --affine data/sample/affine --swelego data/sample/swelego \
+		--catalog data/sample/catalog --benchmarks $(BENCH_TABLES)
+	$(BIN)/trajpipe audit --workdir data
+
+test: venv
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+fuzz: venv
+	HYPOTHESIS_PROFILE=long HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests -k fuzz
+
+lint: venv
+	$(BIN)/ruff check pipeline schemas tests bench
+
+clean:
+	rm -rf data/state data/ledger data/publish data/sample

@@ -1,0 +1,97 @@
+"""Render converted turns as mini-swe-agent v1 messages (research/target-format.md §2.2, §2.4, §4).
+
+Pure-Python equivalents of the jinja2 templates of mini-swe-agent 1.17.5 ``extra/swebench.yaml``
+(jinja2 is only a test dependency); tests/test_render.py checks them against the real package.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+ACTION_REGEX = r"```bash\s*\n(.*?)\n```"  # mini-swe-agent >= 1.12 AgentConfig.action_regex
+_ACTION_RE = re.compile(ACTION_REGEX, re.DOTALL)
+SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+SUBMIT_COMMAND = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+TRUNCATE_AT = 10_000  # output rendered whole when len(output) < 10000 characters
+
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "schemas" / "prompts"
+
+_WARNING = (
+    "<warning>\n"
+    "The output of your last command was too long.\n"
+    "Please try a different command that produces less output.\n"
+    "If you're looking at a file you can try use head, tail or sed to view a smaller number of lines selectively.\n"
+    "If you're using grep or find and it produced too much output, you can use a more selective search pattern.\n"
+    "If you really need to see something from the full command's output, you can redirect output to a file and then search in that file.\n"
+    "</warning>"
+)
+
+
+@cache
+def _template(name: str) -> str:
+    text = (PROMPTS_DIR / name).read_text(encoding="utf-8")
+    # jinja2's default keep_trailing_newline=False drops exactly one trailing newline
+    return text[:-1] if text.endswith("\n") else text
+
+
+def render_system() -> str:
+    return _template("system.txt")
+
+
+def render_instance(task: str) -> str:
+    # {{task}} is the only construct in the template; jinja substitutes the value verbatim
+    return _template("instance.txt").replace("{{task}}", task)
+
+
+def render_observation(output: str, returncode: int) -> str:
+    """mini-swe-agent's action_observation_template, rendered exactly (including truncation)."""
+    if len(output) < TRUNCATE_AT:
+        return f"<returncode>{returncode}</returncode>\n<output>\n{output}</output>"
+    elided = len(output) - TRUNCATE_AT
+    return (
+        f"<returncode>{returncode}</returncode>\n{_WARNING}<output_head>\n{output[:5000]}\n</output_head>\n"
+        f"<elided_chars>\n{elided} characters elided\n</elided_chars>\n"
+        f"<output_tail>\n{output[-5000:]}\n</output_tail>"
+    )
+
+
+def render_assistant(thought: str, command: str) -> str:
+    """THOUGHT + exactly one ```bash block; an empty thought leaves the block alone."""
+    thought = thought.strip()
+    block = f"```bash\n{command}\n```"
+    if not thought:
+        return block
+    if not thought.startswith("THOUGHT:"):
+        thought = f"THOUGHT: {thought}"
+    return f"{thought}\n\n{block}"
+
+
+def parse_actions(content: str) -> list[str]:
+    """What mini-swe-agent's DefaultAgent.parse_action finds (stripped), in order."""
+    return [m.strip() for m in _ACTION_RE.findall(content)]
+
+
+def is_sentinel_output(output: str) -> bool:
+    """mini-swe-agent's has_finished test on a command's raw output (returncode aside)."""
+    lines = output.lstrip().splitlines(keepends=True)
+    return bool(lines) and lines[0].strip() in SENTINELS
+
+
+def submission_of(output: str) -> str:
+    """The final user message mini writes after a submit: every output line after the sentinel."""
+    return "".join(output.lstrip().splitlines(keepends=True)[1:])
+
+
+def render_messages(task: str, thoughts: list[str], commands: list[str], outputs: list[str],
+                    returncodes: list[int], submitted: bool) -> list[dict[str, str]]:
+    """[system, user(task), (assistant, user(observation))*]; a submit turn's reply is the patch."""
+    messages = [{"role": "system", "content": render_system()},
+                {"role": "user", "content": render_instance(task)}]
+    for i, (thought, cmd, out, rc) in enumerate(zip(thoughts, commands, outputs, returncodes, strict=True)):
+        messages.append({"role": "assistant", "content": render_assistant(thought, cmd)})
+        last = i == len(commands) - 1
+        reply = submission_of(out) if (submitted and last) else render_observation(out, rc)
+        messages.append({"role": "user", "content": reply})
+    return messages

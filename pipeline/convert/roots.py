@@ -1,0 +1,67 @@
+"""Repo roots → ``/testbed`` (DESIGN §1 rewrite_roots), in every command, thought and output.
+
+A root is recognised only where a path starts: the character before it may not be part of a word,
+a path or a URL host (``\\w . ~ / -``), so ``https://github.com/x/repo`` and ``/a/repo`` are left
+alone; and the root must end at a path boundary, so ``/repository`` and ``/apps/x`` are left alone.
+
+Recognised roots, in order: the root the parser saw (``Episode.meta.repo_root``), ``/workspace/<name>``,
+``/repo``, ``/app``, ``/testbed`` variants (``/testbed/`` doubled slashes are not touched),
+``/home/<user>/<repo name>``, Python temp dirs ``/tmp/tmpXXXXXX/<name>``, and SWE-agent's
+``/<owner>__<repo>``. Where the task's repo is known, the home and temp-dir forms must end in its
+name, so ``/tmp/tmpab12cd/test.py`` is not mistaken for a checkout.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+TESTBED = "/testbed"
+_BEFORE = r"(?<![\w.~/-])"
+_AFTER = r"(?=$|[^\w.-]|\.(?!\w))"  # "cd /repo." ends at the dot, "/repo.git" does not match
+
+
+def _repo_names(repo: str | None) -> list[str]:
+    """Directory names a checkout of ``owner__repo`` (or ``owner/repo``) is commonly given."""
+    if not repo:
+        return []
+    base = repo.split("/")[-1]
+    names = {repo.replace("/", "__"), base, base.split("__")[-1], base.split(".")[0],
+             base.split(".")[0].split("__")[-1]}
+    return sorted((n for n in names if n), key=len, reverse=True)
+
+
+@lru_cache(maxsize=256)
+def _pattern(repo_root: str | None, repo: str | None) -> re.Pattern[str]:
+    names = _repo_names(repo)
+    name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
+    alts = []
+    if repo_root and repo_root.rstrip("/") not in ("", TESTBED):
+        alts.append(re.escape(repo_root.rstrip("/")))
+    alts += [
+        r"/workspace/[\w.-]+",
+        r"/repo",
+        r"/app",
+        rf"/home/[\w.-]+/{name}",
+        rf"/tmp/tmp[\w]{{6,}}/{name}",
+        r"/[A-Za-z0-9][\w.-]*__[\w.-]+",
+    ]
+    return re.compile(_BEFORE + "(?:" + "|".join(alts) + ")" + _AFTER)
+
+
+def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = None) -> str:
+    """Every repo root in ``text`` replaced by /testbed."""
+    if "/" not in text:
+        return text
+    return _pattern(repo_root, repo).sub(TESTBED, text)
+
+
+# home and temp dirs are ambiguous without the repo name (``/home/u/.cache``), so not checked here
+_FOREIGN = re.compile(_BEFORE + r"(?:/workspace/[\w.-]+|/repo|/app|/[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
+
+
+def find_foreign_roots(text: str) -> list[str]:
+    """Repo roots other than /testbed left in ``text`` (validator's ``foreign_root`` rule)."""
+    if "/" not in text:
+        return []
+    return [m.group(0) for m in _FOREIGN.finditer(text)]

@@ -1,0 +1,42 @@
+"""Local executor: a process pool (the default), or inline with one worker."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class LocalExecutor:
+    """Maps a picklable function over items; results come back in input order."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = max(1, workers)
+
+    def map(self, fn: Callable[..., R], items: Sequence[T], *args: Any,
+            on_done: Callable[[int, R], None] | None = None) -> list[R]:
+        if self.workers == 1 or len(items) <= 1:
+            out = []
+            for i, item in enumerate(items):
+                r = fn(item, *args)
+                if on_done:
+                    on_done(i, r)
+                out.append(r)
+            return out
+        results: dict[int, R] = {}
+        # spawn: polars/arrow thread pools do not survive fork safely
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)),
+                                 mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(fn, item, *args): i for i, item in enumerate(items)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                results[i] = fut.result()
+                if on_done:
+                    on_done(i, results[i])
+        return [results[i] for i in range(len(items))]

@@ -1,0 +1,50 @@
+"""Affine trace envelopes: verifiers trace v1 with structured OpenAI tool calls (DESIGN §2.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.parsers.affine_view import graph_messages
+from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from
+
+
+def _trace_resolved(trace: dict[str, Any]) -> str:
+    rewards = trace.get("rewards")
+    solved = rewards.get("solved") if isinstance(rewards, dict) else None
+    score = solved.get("score") if isinstance(solved, dict) else solved
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return "unknown"
+    return resolved_from(score)
+
+
+def parse_trace(raw: RawRun) -> Episode:
+    env = raw.payload
+    trace = as_dict(env.get("trace"), "trace")
+    task = env.get("task") if isinstance(env.get("task"), dict) else {}
+    policy = env.get("policy") if isinstance(env.get("policy"), dict) else {}
+    nodes = as_list(trace.get("nodes"), "trace.nodes")
+    if not nodes:
+        raise ParseError("no_steps", "trace.nodes is empty")
+    msgs, counters = graph_messages(nodes, "trace.nodes", linear_default=True, message_key="message")
+    instance_id = opt_str(task.get("sid")) or opt_str(task.get("uid")) or ""
+    if not instance_id:
+        raise ParseError("missing_field", "task.sid")
+    ep = messages_episode(
+        msgs,
+        instance_id=instance_id,
+        repo=opt_str(task.get("repo")) or "",
+        pool=opt_str(env.get("source")) or "unknown",
+        language=opt_str(task.get("language")) or "unknown",
+        base_commit=opt_str(task.get("base_commit")),
+        patch=opt_str(task.get("patch")),
+        origin=raw.origin,
+        harness=opt_str(policy.get("harness")) or "unknown",
+        model=opt_str(policy.get("model")) or "unknown",
+        source_uid=raw.source_uid,
+        resolved=_trace_resolved(trace),
+        fold_group=None,
+        epoch=raw.epoch,
+    )
+    ep.counters.update(counters)
+    return ep

@@ -1,0 +1,132 @@
+"""Affine ``duel_turns@v4`` view records: a node graph of baked text messages (DESIGN §2.1)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.parsers.common import (
+    Msg,
+    as_dict,
+    as_list,
+    messages_episode,
+    opt_str,
+    resolved_from,
+    text_of,
+)
+
+
+def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int | None:
+    """A node's parent index, or None for a root. Missing parent means "previous node" in
+    linear traces; out-of-range, self or non-int parents are treated as roots."""
+    if "parent" not in node:
+        return i - 1 if linear_default and i > 0 else None
+    p = node["parent"]
+    if isinstance(p, bool) or not isinstance(p, int) or p < 0 or p >= n or p == i:
+        return None
+    return p
+
+
+def longest_path(parents: list[int | None]) -> list[int]:
+    """Node indices of the longest root→leaf path (ties: highest leaf index).
+
+    Iterative (no recursion limit) and cycle-proof: a walk that meets a node already on its own
+    chain treats that edge as absent, so every node gets a finite depth."""
+    n = len(parents)
+    depth = [0] * n
+    eff: list[int | None] = list(parents)  # parents with cycle-closing edges cut
+    for start in range(n):
+        if depth[start]:
+            continue
+        chain: list[int] = []
+        on_chain: set[int] = set()
+        cur: int | None = start
+        while cur is not None and not depth[cur] and cur not in on_chain:
+            chain.append(cur)
+            on_chain.add(cur)
+            cur = eff[cur]
+        if cur is not None and cur in on_chain:
+            eff[chain[-1]] = None  # the edge that closed the cycle
+            base = 0
+        else:
+            base = depth[cur] if cur is not None else 0
+        for node in reversed(chain):
+            base += 1
+            depth[node] = base
+    has_child = [False] * n
+    for p in eff:
+        if p is not None:
+            has_child[p] = True
+    best = -1
+    for i in range(n):
+        if not has_child[i] and (best < 0 or depth[i] >= depth[best]):
+            best = i
+    if best < 0:
+        return []
+    path: list[int] = []
+    cur = best
+    while cur is not None:
+        path.append(cur)
+        cur = eff[cur]
+    path.reverse()
+    return path
+
+
+def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
+                   message_key: str | None) -> tuple[list[Msg], Counter[str]]:
+    """The messages on the longest root→leaf path of a node graph."""
+    from pipeline.parsers.common import normalize_message
+
+    n = len(nodes)
+    counters: Counter[str] = Counter()
+    parents: list[int | None] = []
+    for i, nd in enumerate(nodes):
+        nd = as_dict(nd, f"{where}[{i}]")
+        p = _parent(nd, i, n, linear_default)
+        if "parent" in nd and nd["parent"] is not None and p is None:
+            counters["parse/bad_parent"] += 1
+        parents.append(p)
+    path = longest_path(parents)
+    msgs: list[Msg] = []
+    for i in path:
+        nd = nodes[i]
+        if message_key is None:
+            role = nd.get("role")
+            if not isinstance(role, str):
+                raise ParseError("bad_shape", f"{where}[{i}].role: {type(role).__name__}")
+            msgs.append(Msg(role=role, text=text_of(nd.get("content"), f"{where}[{i}].content")))
+        else:
+            msgs.append(normalize_message(nd.get(message_key), f"{where}[{i}].{message_key}"))
+    return msgs, counters
+
+
+def parse_view(raw: RawRun) -> Episode:
+    rec = raw.payload
+    nodes = as_list(rec.get("nodes"), "nodes")
+    if not nodes:
+        raise ParseError("no_steps", "nodes is empty")
+    msgs, counters = graph_messages(nodes, "nodes", linear_default=False, message_key=None)
+    policy = rec.get("policy") if isinstance(rec.get("policy"), dict) else {}
+    stratum = opt_str(rec.get("stratum"))
+    instance_id = opt_str(rec.get("instance_id")) or opt_str(rec.get("traj_id")) or ""
+    if not instance_id:
+        raise ParseError("missing_field", "instance_id")
+    ep = messages_episode(
+        msgs,
+        instance_id=instance_id,
+        repo=opt_str(rec.get("repo")) or "",
+        pool=opt_str(rec.get("source")) or "unknown",
+        language=opt_str(rec.get("language")) or "unknown",
+        base_commit=opt_str(rec.get("base_commit")),
+        patch=opt_str(rec.get("patch")),
+        origin=raw.origin,
+        harness=opt_str(policy.get("harness")) or "unknown",
+        model=opt_str(rec.get("model")) or opt_str(policy.get("model")) or "unknown",
+        source_uid=raw.source_uid,
+        resolved=resolved_from(rec.get("resolved")),
+        fold_group=stratum.split(":", 1)[0] if stratum else opt_str(rec.get("fold_group")),
+        epoch=raw.epoch,
+    )
+    ep.counters.update(counters)
+    return ep

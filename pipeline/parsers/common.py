@@ -1,0 +1,444 @@
+"""Shared helpers for every parser: defensive field access, message normalisation, the message
+walker that pairs calls with observations, observation cleanup, roots, submit detection.
+
+Everything here treats its input as hostile: wrong types become ``ParseError("bad_shape", …)``
+with a location, never a ``KeyError``/``TypeError``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pipeline.episode import Bash, Episode, Meta, ParseError, Step, Task, ToolCall
+from pipeline.parsers.dialects import extract_calls, split_tool_responses
+
+SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+# Affine completion.py's finish-tool names (case-insensitive).
+FINISH_RE = re.compile(
+    r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"
+    r"|submit_answer|finish_task)$",
+    re.IGNORECASE,
+)
+
+
+# --------------------------------------------------------------------------- field access
+
+def as_dict(x: Any, where: str) -> dict[str, Any]:
+    if not isinstance(x, dict):
+        raise ParseError("bad_shape", f"{where}: expected object, got {type(x).__name__}")
+    return x
+
+
+def as_list(x: Any, where: str) -> list[Any]:
+    if isinstance(x, str):
+        # Several datasets (SWE-smith trajectories, SWE-Lego mirrors) store lists as JSON text.
+        try:
+            x = orjson.loads(x)
+        except orjson.JSONDecodeError as e:
+            raise ParseError("bad_json", f"{where}: {e}") from None
+    if not isinstance(x, list):
+        raise ParseError("bad_shape", f"{where}: expected list, got {type(x).__name__}")
+    return x
+
+
+def opt_str(x: Any) -> str | None:
+    """A scalar as text (ids may be ints); None for missing or structured values."""
+    if x is None or isinstance(x, dict | list):
+        return None
+    if isinstance(x, bool):
+        return str(x).lower()
+    return str(x)
+
+
+def text_of(content: Any, where: str) -> str:
+    """Message content as text: a string, or a list of ``{type: "text", text}`` parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for i, p in enumerate(content):
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict):
+                t = p.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+                elif p.get("type") not in (None, "text") or t is None:
+                    continue  # images and other non-text parts carry no shell output
+                else:
+                    raise ParseError("bad_shape", f"{where}[{i}].text: {type(t).__name__}")
+            else:
+                raise ParseError("bad_shape", f"{where}[{i}]: {type(p).__name__}")
+        return "".join(parts)
+    raise ParseError("bad_shape", f"{where}: content is {type(content).__name__}")
+
+
+def decode_args(raw: Any, where: str) -> dict[str, Any]:
+    """Tool-call arguments: an object, a JSON string of one, or empty."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            val = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ParseError("bad_arguments", f"{where}: arguments are not JSON") from None
+        if isinstance(val, dict):
+            return val
+        raise ParseError("bad_arguments", f"{where}: arguments decode to {type(val).__name__}")
+    raise ParseError("bad_arguments", f"{where}: arguments are {type(raw).__name__}")
+
+
+def structured_call(tc: Any, where: str) -> ToolCall:
+    """One OpenAI-style tool call: ``{name, arguments}`` or ``{function: {name, arguments}}``."""
+    tc = as_dict(tc, where)
+    fn = tc.get("function")
+    src = fn if isinstance(fn, dict) else tc
+    name = src.get("name")
+    if not isinstance(name, str) or not name:
+        raise ParseError("bad_shape", f"{where}: tool call without a name")
+    args_raw = src.get("arguments", src.get("args", src.get("input")))
+    return ToolCall(name=name, args=decode_args(args_raw, f"{where}.arguments"),
+                    call_id=opt_str(tc.get("id")))
+
+
+# --------------------------------------------------------------------------- messages
+
+@dataclass(slots=True)
+class Msg:
+    role: str
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    returncode: int | None = None  # from a structured field (mini-swe v2 ``extra.returncode``)
+
+
+def _int_or_none(x: Any) -> int | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, str) and re.fullmatch(r"-?\d{1,9}", x.strip()):
+        return int(x)
+    return None
+
+
+def normalize_message(m: Any, where: str) -> Msg:
+    m = as_dict(m, where)
+    role = m.get("role")
+    if not isinstance(role, str):
+        raise ParseError("bad_shape", f"{where}.role: {type(role).__name__}")
+    role = {"ai": "assistant", "human": "user", "function": "tool"}.get(role, role)
+    text = text_of(m.get("content"), f"{where}.content")
+    calls: list[ToolCall] = []
+    raw_calls = m.get("tool_calls")
+    if raw_calls:
+        for j, tc in enumerate(as_list(raw_calls, f"{where}.tool_calls")):
+            calls.append(structured_call(tc, f"{where}.tool_calls[{j}]"))
+    tcid = opt_str(m.get("tool_call_id"))
+    ids = m.get("tool_call_ids")
+    if tcid is None and isinstance(ids, list) and ids:
+        tcid = opt_str(ids[0])
+    extra = m.get("extra")
+    rc = _int_or_none(extra.get("returncode")) if isinstance(extra, dict) else None
+    return Msg(role=role, text=text, tool_calls=calls, tool_call_id=tcid, returncode=rc)
+
+
+def normalize_messages(raw: Any, where: str) -> list[Msg]:
+    return [normalize_message(m, f"{where}[{i}]") for i, m in enumerate(as_list(raw, where))]
+
+
+def first_user_index(msgs: list[Msg]) -> int:
+    for i, m in enumerate(msgs):
+        if m.role == "user":
+            return i
+    raise ParseError("no_task", "no user message")
+
+
+# --------------------------------------------------------------------------- observations
+
+MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
+MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
+EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
+OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
+# OpenHands appends its shell state after the output; none of it is printed by the command.
+OH_TRAILER_RE = re.compile(
+    r"(?:\n?\[(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
+    r"|Command finished with exit code -?\d+)\])+\s*\Z"
+)
+SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
+# SWE-agent's window-state footer (templates, not command output).
+SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
+SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
+
+
+def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
+    """Strip harness decoration around a tool result and read its return code if it has one.
+
+    mini-swe ``<returncode>N</returncode><output>…</output>`` gives N and the raw output; its
+    truncated form (``<warning>…<output_head>…``) is kept as observed. OpenHands'
+    ``EXECUTION RESULT of [t]:`` prefix and ``[Command finished with exit code N]`` trailer,
+    SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
+    """
+    rc: int | None = None
+    m = MINI_OBS_RE.match(text)
+    if m:
+        rc = int(m.group(1))
+        rest = m.group(2)
+        om = MINI_OUTPUT_RE.match(rest)
+        if om:
+            return om.group(1), rc
+        counters["parse/truncated_observation"] += 1
+        return rest, rc
+    em = EXEC_RESULT_RE.match(text)
+    if em:
+        text = text[em.end():]
+    codes = OH_EXIT_RE.findall(text[-300:])
+    if codes:
+        rc = int(codes[-1])
+    tm = OH_TRAILER_RE.search(text)
+    if tm:
+        text = text[: tm.start()]
+    pm = SWEAGENT_PREFIX_RE.match(text)
+    if pm:
+        text = text[pm.end():]
+    fm = SWEAGENT_FOOTER_RE.search(text)
+    if fm:
+        text = text[: fm.start()]
+    if text.strip() == SWEAGENT_EMPTY:
+        counters["parse/empty_output_notice"] += 1
+        text = ""
+    return text, rc
+
+
+# --------------------------------------------------------------------------- the walker
+
+FORMAT_ERROR_MARKERS = ("EXACTLY ONE action", "found 0 actions", "Please always provide")
+
+
+def walk_messages(msgs: list[Msg], counters: Counter[str], *,
+                  bare_fence: bool = False) -> tuple[list[Step], str]:
+    """Turn the messages after the task into Steps; return them and the dominant dialect.
+
+    Assistant messages give calls (structured ``tool_calls`` first, else a text dialect);
+    parallel calls become consecutive Steps with the thought on the first. ``tool`` messages
+    are matched to calls by id, else in order; a ``user`` message answers the pending calls,
+    one ``<tool_response>`` block per call in order. Text-only assistant messages carry their
+    text into the next thought (``think``-like narration); an unanswered user message
+    (format-error nudge) discards that carried text.
+    """
+    steps: list[Step] = []
+    pending: list[int] = []  # indices into steps still waiting for an observation
+    filled: set[int] = set()
+    carry = ""
+    dialects: Counter[str] = Counter()
+    last_text_dialect = ""
+    start = first_user_index(msgs) + 1
+    for m in msgs[start:]:
+        if m.role == "system":
+            continue
+        if m.role == "assistant":
+            pending = []
+            if m.tool_calls:
+                thought = strip_think(m.text)
+                calls: list[ToolCall | Bash] = list(m.tool_calls)
+                dialect = "tool_calls"
+            else:
+                thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence,
+                                                        counters=counters)
+            if not calls:
+                carry = join_thought(carry, thought)
+                continue
+            dialects[dialect] += 1
+            last_text_dialect = dialect
+            thought = join_thought(carry, thought)
+            carry = ""
+            for i, c in enumerate(calls):
+                steps.append(Step(thought=thought if i == 0 else "", call=c, observation="",
+                                  returncode=None))
+                pending.append(len(steps) - 1)
+            continue
+        open_ = [i for i in pending if i not in filled]
+        if m.role == "tool":
+            target = None
+            if m.tool_call_id is not None:
+                target = next((i for i in open_ if _call_id(steps[i]) == m.tool_call_id), None)
+            if target is None and open_:
+                target = open_[0]
+            if target is None:
+                counters["parse/orphan_tool_result"] += 1
+                continue
+            _fill(steps[target], m.text, m.returncode, counters)
+            filled.add(target)
+            continue
+        if m.role != "user":
+            counters[f"parse/unknown_role/{m.role[:30]}"] += 1
+            continue
+        if not open_:
+            carry = ""
+            counters["parse/orphan_user_message"] += 1
+            continue
+        if (last_text_dialect == "bash" and "<returncode>" not in m.text
+                and any(k in m.text for k in FORMAT_ERROR_MARKERS)):
+            # mini-swe rejected the reply: nothing ran, so the turn is not a step.
+            for i in sorted(open_, reverse=True):
+                del steps[i]
+            pending, filled, carry = [], {i for i in filled if i < len(steps)}, ""
+            counters["parse/format_error_turn"] += 1
+            continue
+        blocks = split_tool_responses(m.text)
+        if blocks is None:
+            _fill(steps[open_[0]], m.text, m.returncode, counters)
+            filled.add(open_[0])
+        else:
+            if len(blocks) != len(open_):
+                counters["parse/tool_response_count_mismatch"] += 1
+            for i, b in zip(open_, blocks, strict=False):
+                _fill(steps[i], b, None, counters)
+                filled.add(i)
+    dialect = dialects.most_common(1)[0][0] if dialects else "none"
+    return steps, dialect
+
+
+def _call_id(s: Step) -> str | None:
+    return s.call.call_id if isinstance(s.call, ToolCall) else None
+
+
+def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    obs, marker_rc = clean_observation(raw, counters)
+    step.observation = obs
+    step.returncode = rc if rc is not None else marker_rc
+
+
+# --------------------------------------------------------------------------- small text helpers
+
+THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
+
+
+def strip_think(text: str) -> str:
+    """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
+    ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
+    text = THINK_RE.sub(lambda m: m.group(1).strip() + "\n\n", text)
+    text = text.replace("<think>", "").replace("</think>", "")
+    text = THOUGHT_PREFIX_RE.sub("", text)
+    return text.strip()
+
+
+def join_thought(a: str, b: str) -> str:
+    a, b = a.strip(), b.strip()
+    return f"{a}\n\n{b}" if a and b else (a or b)
+
+
+def is_submit(call: ToolCall | Bash) -> bool:
+    if isinstance(call, Bash):
+        return any(k in call.command for k in SUBMIT_MARKERS) or call.command.strip() == "submit"
+    return bool(FINISH_RE.match(call.name))
+
+
+ROOT_UPLOADED_RE = re.compile(r"<uploaded_files>\s*\n?\s*(/[^\s<]+)\s*\n?\s*</uploaded_files>")
+ROOT_CD_RE = re.compile(r"(?:^|&&|;|\n)\s*cd\s+(/(?:testbed|repo|app|workspace/[\w.-]+|home/[\w.-]+/[\w.-]+"
+                        r"|tmp/[\w./-]+|[\w-]+__[\w.-]+))/?\s*(?:&&|;|$)", re.MULTILINE)
+ROOT_DIR_RE = re.compile(r"in the directory (/[^\s.,]+(?:\.[^\s.,]+)*)")
+
+
+def detect_root(task_text: str, steps: list[Step]) -> str | None:
+    """The repo root the harness used, when the run shows it."""
+    m = ROOT_UPLOADED_RE.search(task_text) or ROOT_DIR_RE.search(task_text)
+    if m:
+        return m.group(1).rstrip("/")
+    for s in steps[:20]:
+        cmd = s.call.command if isinstance(s.call, Bash) else str(
+            s.call.args.get("command", "")) if isinstance(s.call.args.get("command"), str) else ""
+        cm = ROOT_CD_RE.search(cmd)
+        if cm:
+            return cm.group(1).rstrip("/")
+    return None
+
+
+SWESMITH_ID_RE = re.compile(r"\A([\w.-]+?__[\w.-]+?)\.([0-9a-f]{8})\.")
+
+
+def swesmith_commit(instance_id: str) -> str | None:
+    m = SWESMITH_ID_RE.match(instance_id)
+    return m.group(2) if m else None
+
+
+def repo_from_id(instance_id: str) -> str:
+    """``owner__repo`` from SWE-smith (``owner__repo.c0ffee12.x``) or SWE-bench (``owner__repo-123``) ids."""
+    m = SWESMITH_ID_RE.match(instance_id)
+    if m:
+        return m.group(1)
+    m2 = re.match(r"\A([\w.-]+__[\w.-]+?)-\d+\Z", instance_id)
+    return m2.group(1) if m2 else ""
+
+
+LANG_RE = re.compile(r"uploaded an? ([A-Za-z+#]+) code repository")
+
+
+def language_hint(task_text: str) -> str:
+    m = LANG_RE.search(task_text)
+    return m.group(1).lower() if m else "unknown"
+
+
+# --------------------------------------------------------------------------- episode assembly
+
+def resolved_from(value: Any) -> str:
+    """A record's own verdict: bools, 0/1, or one of RESOLVED_VALUES; anything else is unknown."""
+    if isinstance(value, bool):
+        return "resolved" if value else "not resolved"
+    if isinstance(value, int | float):
+        return "resolved" if value > 0 else "not resolved"
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("resolved", "not resolved", "unknown"):
+            return v
+        if v in ("unresolved", "not_resolved"):
+            return "not resolved"
+    return "unknown"
+
+
+def make_episode(*, task_text: str, steps: list[Step], dialect: str, counters: Counter[str],
+                 instance_id: str, repo: str, pool: str, language: str, base_commit: str | None,
+                 patch: str | None, origin: str, harness: str, model: str, source_uid: str,
+                 resolved: str, fold_group: str | None, epoch: int | None,
+                 root_hint: str | None = None) -> Episode:
+    from pipeline.parsers.problem import extract_problem
+
+    if not steps:
+        raise ParseError("no_steps", f"{source_uid}: no tool call or command found")
+    statement, fallback = extract_problem(task_text)
+    if fallback:
+        counters["parse/problem_statement_fallback"] += 1
+    if not statement.strip():
+        raise ParseError("no_task", f"{source_uid}: empty first user message")
+    counters[f"parse/dialect/{dialect}"] += 1
+    commit = base_commit or swesmith_commit(instance_id)
+    task = Task(instance_id=instance_id, repo=repo or repo_from_id(instance_id),
+                problem_statement=statement, pool=pool, language=language,
+                base_commit=commit, patch=patch or None)
+    meta = Meta(origin=origin, harness=harness, model=model, source_uid=source_uid,
+                dialect=dialect, resolved=resolved, submitted=is_submit(steps[-1].call),
+                fold_group=fold_group, epoch=epoch,
+                repo_root=root_hint or detect_root(task_text, steps))
+    return Episode(task=task, meta=meta, steps=steps, counters=counters)
+
+
+def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
+    """Walk a message list and assemble the Episode (task text = first user message)."""
+    counters: Counter[str] = Counter()
+    bare = kw.pop("bare_fence", False)
+    dialect_override = kw.pop("dialect", None)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare)
+    task_text = msgs[first_user_index(msgs)].text
+    return make_episode(task_text=task_text, steps=steps, counters=counters,
+                        dialect=dialect_override(dialect) if callable(dialect_override) else dialect,
+                        **kw)

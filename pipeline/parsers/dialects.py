@@ -1,0 +1,144 @@
+"""Tool calls baked into assistant text (DESIGN §2.1, research/input-formats.md §0, §1.4, §2, §3).
+
+Dialects, tried in this order on one assistant message:
+
+- ``<tool_call>…</tool_call>`` blocks, each holding Qwen JSON (``{"name", "arguments"}``), GLM
+  (``name<arg_key>k</arg_key><arg_value>v</arg_value>…``) or XML (``<function=…>``);
+- XML ``<function=NAME><parameter=K>V</parameter></function>`` outside ``<tool_call>``
+  (OpenHands non-function-calling, SWE-Lego, SWE-smith ``xml``, R2E-Gym);
+- shell fences ```` ```bash ```` / ```` ```mswea_bash_command ```` / ```` ```sh ```` /
+  ```` ```shell ```` (mini-swe-agent v1/v2, Affine ``bash``), and with ``bare_fence`` the
+  untagged ```` ``` ```` of SWE-smith ``ticks``.
+
+The text before the first call is the thought.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from pipeline.episode import Bash, ParseError, ToolCall
+
+TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+FUNCTION_RE = re.compile(r"<function=([^>\n]{1,200})>(.*?)(?:</function>|\Z)", re.DOTALL)
+PARAM_RE = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
+GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
+# mini-swe-agent's own action regex is r"```bash\s*\n(.*?)\n```"; the same shape for each tag.
+FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```", re.DOTALL)
+BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
+TOOL_RESPONSE_RE = re.compile(r"<tool_response>(.*?)</tool_response>", re.DOTALL)
+NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")
+
+DIALECTS = ("bash", "qwen_json", "glm", "xml", "tool_call_xml")
+
+
+def _unwrap(value: str) -> str:
+    """OpenHands and Qwen3-Coder write a multi-line parameter as ``<parameter=k>\\nV\\n</parameter>``;
+    undo exactly that one newline on each side."""
+    if len(value) >= 2 and value.startswith("\n") and value.endswith("\n"):
+        return value[1:-1]
+    return value
+
+
+def _typed(value: str) -> Any:
+    """Integer lists (``view_range``) come back as JSON text in text dialects; decode only those."""
+    if NUM_LIST_RE.match(value.strip()):
+        return orjson.loads(value.strip())
+    return value
+
+
+def _xml_calls(body: str) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for fm in FUNCTION_RE.finditer(body):
+        args: dict[str, Any] = {}
+        for pm in PARAM_RE.finditer(fm.group(2)):
+            args[pm.group(1).strip()] = _typed(_unwrap(pm.group(2)))
+        calls.append(ToolCall(name=fm.group(1).strip(), args=args))
+    return calls
+
+
+def _json_call(body: str) -> ToolCall:
+    try:
+        obj = orjson.loads(body.strip())
+    except orjson.JSONDecodeError:
+        raise ParseError("bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise ParseError("bad_tool_call", "<tool_call> JSON without a name")
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = orjson.loads(args) if args.strip() else {}
+        except orjson.JSONDecodeError:
+            raise ParseError("bad_tool_call", "<tool_call> arguments string is not JSON") from None
+    if not isinstance(args, dict):
+        raise ParseError("bad_tool_call", f"<tool_call> arguments are {type(args).__name__}")
+    return ToolCall(name=obj["name"], args=args)
+
+
+def _glm_call(body: str) -> ToolCall:
+    first = body.find("<arg_key>")
+    name = (body if first < 0 else body[:first]).strip()
+    if not name or "\n" in name or "<" in name:
+        raise ParseError("bad_tool_call", f"GLM <tool_call> without a name: {body.strip()[:80]!r}")
+    args: dict[str, Any] = {}
+    for am in GLM_ARG_RE.finditer(body):
+        args[am.group(1).strip()] = _typed(am.group(2))
+    return ToolCall(name=name, args=args)
+
+
+def extract_calls(text: str, *, bare_fence: bool = False,
+                  counters: Counter[str] | None = None) -> tuple[str, list[ToolCall | Bash], str]:
+    """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
+    message holds no action. Raises ParseError on a call block it recognises but cannot read."""
+    from pipeline.parsers.common import strip_think  # local: common imports this module
+
+    blocks = list(TOOL_CALL_RE.finditer(text))
+    if blocks:
+        calls: list[ToolCall | Bash] = []
+        kinds: Counter[str] = Counter()
+        for b in blocks:
+            body = b.group(1)
+            stripped = body.strip()
+            if stripped.startswith("{"):
+                calls.append(_json_call(body))
+                kinds["qwen_json"] += 1
+            elif "<function=" in body:
+                xs = _xml_calls(body)
+                if not xs:
+                    raise ParseError("bad_tool_call", "<tool_call> with an unreadable <function=")
+                calls.extend(xs)
+                kinds["tool_call_xml"] += 1
+            else:
+                calls.append(_glm_call(body))
+                kinds["glm"] += 1
+        return strip_think(text[: blocks[0].start()]), calls, kinds.most_common(1)[0][0]
+    fpos = text.find("<function=")
+    if fpos >= 0:
+        xs = _xml_calls(text[fpos:])
+        if xs:
+            return strip_think(text[:fpos]), list(xs), "xml"
+    fences = list(FENCE_RE.finditer(text))
+    dialect = "bash"
+    if not fences and bare_fence:
+        fences = list(BARE_FENCE_RE.finditer(text))
+        dialect = "ticks"
+    if fences:
+        if len(fences) > 1 and counters is not None:
+            # mini-swe would have refused this reply; Affine's extractor takes the last block.
+            counters["parse/multi_fence"] += 1
+        last = fences[-1]
+        return strip_think(text[: fences[0].start()]), [Bash(last.group(1))], dialect
+    return strip_think(text), [], "none"
+
+
+def split_tool_responses(text: str) -> list[str] | None:
+    """The ``<tool_response>`` blocks of one user message, in order (None when it has none).
+    Chat templates write ``<tool_response>\\nOUT\\n</tool_response>``: one newline each side is theirs."""
+    blocks = TOOL_RESPONSE_RE.findall(text)
+    if not blocks:
+        return None
+    return [_unwrap(b) if b.startswith("\n") and b.endswith("\n") else b for b in blocks]

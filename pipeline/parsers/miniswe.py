@@ -1,0 +1,43 @@
+"""mini-swe-agent ``*.traj.json``: v1 (```` ```bash ````) and v2 (```` ```mswea_bash_command ````,
+or native ``bash`` tool calls with ``role: "tool"`` results and ``extra.returncode``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.episode import Episode, RawRun
+from pipeline.parsers.common import language_hint, messages_episode, normalize_messages, opt_str
+
+
+def _dig(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def parse_miniswe(raw: RawRun) -> Episode:
+    rec = raw.payload
+    msgs = normalize_messages(rec.get("messages"), "messages")
+    info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
+    file_name = opt_str(rec.get("__file__")) or ""
+    instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
+                   or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)
+    user = next((m.text for m in msgs if m.role == "user"), "")
+    return messages_episode(
+        msgs,
+        instance_id=instance_id,
+        repo=opt_str(rec.get("repo")) or "",
+        pool=opt_str(rec.get("source")) or "mini-swe-agent",
+        language=language_hint(user),
+        base_commit=opt_str(rec.get("base_commit")),
+        patch=None,  # info.submission is the run's own diff, not the task's patch
+        origin=raw.origin,
+        harness="mini-swe-agent",
+        model=opt_str(_dig(info, "config", "model", "model_name")) or opt_str(rec.get("model")) or "unknown",
+        source_uid=raw.source_uid,
+        resolved="unknown",
+        fold_group=None,
+        epoch=raw.epoch,
+    )

@@ -1,0 +1,36 @@
+"""Problem statement from the first user message, per harness template.
+
+Known wrappers (first match wins): ``<pr_description>`` (SWE-smith / SWE-agent 1.x / mini-swe
+SWE-bench config), ``<issue_description>`` (OpenHands / SWE-Lego), SWE-agent's
+``ISSUE:\\n…\\n\\nINSTRUCTIONS:``, mini-swe's ``Please solve this issue: …``. Otherwise the whole
+message is the statement and the caller counts ``parse/problem_statement_fallback``.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS: list[re.Pattern[str]] = [
+    re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?(.*?)\n?\s*</pr_description>",
+               re.DOTALL),
+    re.compile(r"<issue_description>\s*\n?(.*?)\n?\s*</issue_description>", re.DOTALL),
+    re.compile(r"<issue>\s*\n?(.*?)\n?\s*</issue>", re.DOTALL),
+    re.compile(r"(?:^|\n)ISSUE:\n(.*?)\n+\s*INSTRUCTIONS:", re.DOTALL),
+    re.compile(r"\A\s*Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\n\n## |\n\n<instructions>|\Z)",
+               re.DOTALL),
+]
+_UPLOADED_RE = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
+_PREAMBLE_RE = re.compile(r"\AI've uploaded an? [^\n]*?(?:\n\n|\n|$)")
+
+
+def extract_problem(text: str) -> tuple[str, bool]:
+    """(statement, used_fallback)."""
+    for pat in _PATTERNS:
+        m = pat.search(text)
+        if m and m.group(1).strip():
+            return m.group(1).strip(), False
+    rest = _UPLOADED_RE.sub("", text, count=1)
+    if rest != text:
+        # OpenHands-style preamble without a known wrapper: drop the path lines, keep the rest.
+        rest = _PREAMBLE_RE.sub("", rest, count=1)
+    return rest.strip(), True

@@ -1,0 +1,46 @@
+"""SWE-smith trajectory rows (HF ``SWE-bench/SWE-smith-trajectories``, ``ft_xml`` files).
+
+One row: ``{"messages": [...] | "<json>", "instance_id", "model"?, "resolved"?, "patch"?}``.
+The style is read from the messages: ``tool`` (structured ``tool_calls``), ``xml``
+(``<function=…>`` text) or ``ticks`` (a bare ```` ``` ```` fence).
+"""
+
+from __future__ import annotations
+
+from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.parsers.common import (
+    language_hint,
+    messages_episode,
+    normalize_messages,
+    opt_str,
+    resolved_from,
+)
+
+_STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
+
+
+def parse_swesmith(raw: RawRun) -> Episode:
+    row = raw.payload
+    instance_id = opt_str(row.get("instance_id")) or ""
+    if not instance_id:
+        raise ParseError("missing_field", "instance_id")
+    msgs = normalize_messages(row.get("messages"), "messages")
+    user = next((m.text for m in msgs if m.role == "user"), "")
+    return messages_episode(
+        msgs,
+        bare_fence=True,
+        dialect=lambda d: _STYLE.get(d, d),
+        instance_id=instance_id,
+        repo=opt_str(row.get("repo")) or "",
+        pool="swesmith",
+        language=language_hint(user),
+        base_commit=opt_str(row.get("base_commit")),
+        patch=opt_str(row.get("patch")),
+        origin=raw.origin,
+        harness="swe-smith",
+        model=opt_str(row.get("model")) or "unknown",
+        source_uid=raw.source_uid,
+        resolved=resolved_from(row.get("resolved")),
+        fold_group=None,
+        epoch=raw.epoch,
+    )

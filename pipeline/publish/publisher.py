@@ -1,0 +1,259 @@
+"""Publishing: dataset trees on disk, copies to a folder, and one Hub commit per dataset.
+
+``publish_tree`` renders ``<out>/<dataset>/README.md`` + ``data/`` from the published rows and the
+ledger; a re-run on the same input changes no byte and no mtime. ``publish_to_hub`` diffs each tree
+against the repo's listing (sha256 for LFS files, the git blob id otherwise) and sends one
+``create_commit`` adding changed files and deleting stale shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow.parquet as pq
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from huggingface_hub.errors import RepositoryNotFoundError
+
+from pipeline.config import CODE_VERSION
+from pipeline.publish.card import render_card
+from pipeline.publish.shards import SHARD_RE, replace_if_changed, write_bytes_if_changed, write_shards
+
+DATASET_RE = re.compile(r"^mini-coder-[a-z0-9][a-z0-9._-]*$")
+
+
+class PublishRefused(RuntimeError):
+    """The build failed validation or its ledger invariant: it must not be published."""
+
+
+def check_publishable(stats: dict[str, Any]) -> None:
+    """Raise :class:`PublishRefused` unless the build's invariant holds and validation passed."""
+    inv = stats.get("invariant")
+    if not isinstance(inv, dict):
+        raise PublishRefused("stats.json has no invariant: cannot tell whether the build is complete")
+    if not inv.get("ok", False):
+        raise PublishRefused(f"ledger invariant failed: {inv}")
+    parts = [int(inv.get(k, 0)) for k in ("published", "dropped", "quarantined")]
+    if int(inv.get("ingested", -1)) != sum(parts):
+        raise PublishRefused(
+            f"ledger invariant failed: ingested {inv.get('ingested')} != published + dropped + quarantined "
+            f"{sum(parts)}")
+    validation = stats.get("validation")
+    if isinstance(validation, dict) and validation.get("ok") is False:
+        raise PublishRefused(f"validation failed: {validation}")
+
+
+def is_dataset_dir(path: Path) -> bool:
+    return path.is_dir() and bool(DATASET_RE.match(path.name)) and (path / "README.md").is_file()
+
+
+def tree_files(tree: Path) -> list[str]:
+    """Repo-relative paths of a dataset tree: README.md and its data shards, sorted."""
+    files = ["README.md"] if (tree / "README.md").is_file() else []
+    data = tree / "data"
+    if data.is_dir():
+        files += sorted(f"data/{p.name}" for p in data.iterdir() if p.is_file() and SHARD_RE.match(p.name))
+    return files
+
+
+def publish_tree(published: pl.DataFrame, drops: pl.DataFrame, stats: dict[str, Any], out_dir: Path, *,
+                 benchmarks_checked: bool) -> list[str]:
+    """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
+
+    Trees of datasets that no longer have rows are removed. Files whose bytes did not change are not
+    rewritten, so a no-op rebuild leaves every mtime as it was.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = sorted(published["dataset"].unique().to_list()) if published.height else []
+    for name in names:
+        if not DATASET_RE.match(name):
+            raise ValueError(f"not a dataset name: {name!r}")
+        rows = published.filter(pl.col("dataset") == name)
+        epochs = sorted(int(e) for e in rows["epoch"].unique().to_list() if e is not None) \
+            if "epoch" in rows.columns else []
+        tree = out_dir / name
+        write_shards(rows, tree / "data")
+        card = render_card(name, rows, stats, drops, benchmarks_checked=benchmarks_checked, epochs=epochs)
+        write_bytes_if_changed(tree / "README.md", card.encode())
+    for old in out_dir.iterdir():
+        if old.name not in names and old.is_dir() and DATASET_RE.match(old.name):
+            shutil.rmtree(old)
+    return names
+
+
+def _copy_if_changed(src: Path, dest: Path) -> bool:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    shutil.copyfile(src, tmp)
+    return replace_if_changed(tmp, dest)
+
+
+def _stats_near(src: Path) -> dict[str, Any] | None:
+    """The build's stats.json when ``src`` is ``<workdir>/publish``."""
+    path = src.parent / "ledger" / "stats.json"
+    return orjson.loads(path.read_bytes()) if path.is_file() else None
+
+
+def publish_to_dir(src: Path, to: Path, *, stats: dict[str, Any] | None = None) -> list[str]:
+    """Copy every dataset tree of ``src`` to ``to`` (unchanged files untouched, stale shards removed).
+
+    Refuses when the build's stats (given, or ``<src>/../ledger/stats.json``) fail the checks.
+    """
+    stats = stats if stats is not None else _stats_near(src)
+    if stats is not None:
+        check_publishable(stats)
+    names = sorted(p.name for p in src.iterdir() if is_dataset_dir(p))
+    for name in names:
+        files = tree_files(src / name)
+        for rel in files:
+            _copy_if_changed(src / name / rel, to / name / rel)
+        target_data = to / name / "data"
+        if target_data.is_dir():
+            for old in target_data.iterdir():
+                if SHARD_RE.match(old.name) and f"data/{old.name}" not in files:
+                    old.unlink()
+    return names
+
+
+# ---------------------------------------------------------------------------------------- Hub
+
+
+@dataclass
+class PublishPlan:
+    repo_id: str
+    add: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    commit_message: str = ""
+    committed: bool = False
+    commit_url: str | None = None
+
+    def lines(self) -> list[str]:
+        out = [f"{self.repo_id}: {len(self.add)} to add, {len(self.delete)} to delete, "
+               f"{len(self.unchanged)} unchanged"]
+        out += [f"  add       {p}" for p in self.add]
+        out += [f"  delete    {p}" for p in self.delete]
+        out += [f"  unchanged {p}" for p in self.unchanged]
+        return out
+
+
+def format_plans(plans: list[PublishPlan]) -> str:
+    return "\n".join(line for plan in plans for line in plan.lines())
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_blob_id(path: Path) -> str:
+    """The git object id of a file (what the Hub reports for files not stored in LFS)."""
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())  # noqa: S324 - git's own id, not security
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def remote_listing(api: Any, repo_id: str, token: str | None) -> dict[str, tuple[str | None, str]]:
+    """path -> (lfs sha256 or None, git blob id) for every file in the dataset repo; {} if absent."""
+    kwargs: dict[str, Any] = {"repo_type": "dataset", "recursive": True, "expand": True}
+    if token is not None:
+        kwargs["token"] = token
+    try:
+        entries = list(api.list_repo_tree(repo_id, **kwargs))
+    except RepositoryNotFoundError:
+        return {}
+    listing: dict[str, tuple[str | None, str]] = {}
+    for e in entries:
+        if not hasattr(e, "blob_id"):  # RepoFolder
+            continue
+        lfs = getattr(e, "lfs", None)
+        listing[e.path] = (lfs.sha256 if lfs is not None else None, e.blob_id)
+    return listing
+
+
+def plan_dataset(tree: Path, repo_id: str, remote: dict[str, tuple[str | None, str]]) -> PublishPlan:
+    """Compare a local tree with the remote listing: add changed/new files, delete stale shards."""
+    plan = PublishPlan(repo_id)
+    local = tree_files(tree)
+    for rel in local:
+        path = tree / rel
+        if rel in remote:
+            lfs_sha, blob = remote[rel]
+            same = file_sha256(path) == lfs_sha if lfs_sha is not None else git_blob_id(path) == blob
+            (plan.unchanged if same else plan.add).append(rel)
+        else:
+            plan.add.append(rel)
+    # Only data shards are ours to delete; other remote files (.gitattributes, extras) stay.
+    plan.delete = sorted(p for p in remote if p.startswith("data/") and p.endswith(".parquet") and p not in local)
+    return plan
+
+
+def build_id(tree: Path) -> str:
+    """Short content hash of a tree: names the build in the commit message."""
+    h = hashlib.sha256()
+    for rel in tree_files(tree):
+        h.update(rel.encode() + b"\0" + file_sha256(tree / rel).encode() + b"\n")
+    return h.hexdigest()[:12]
+
+
+def commit_message(tree: Path) -> str:
+    rows = sum(pq.ParquetFile(tree / rel).metadata.num_rows for rel in tree_files(tree) if rel.startswith("data/"))
+    return f"Publish {tree.name}: {rows:,} rows (trajpipe {CODE_VERSION}, build {build_id(tree)})"
+
+
+def resolve_token(token: str | None) -> str | None:
+    """Explicit token, else HF_TOKEN, else the user's saved login; the value is never printed."""
+    if token:
+        return token
+    if os.environ.get("HF_TOKEN"):
+        return os.environ["HF_TOKEN"]
+    from huggingface_hub import get_token
+
+    return get_token()
+
+
+def publish_to_hub(src: Path, org: str, *, api: HfApi | None = None, token: str | None = None,
+                   dry_run: bool = False, private: bool = False, create_pr: bool = False,
+                   stats: dict[str, Any] | None = None) -> list[PublishPlan]:
+    """Push each dataset tree under ``src`` to ``<org>/<dataset>`` in one commit per dataset.
+
+    With ``dry_run`` the plans are computed against the remote listing (a missing repo counts as
+    empty) and nothing is created or committed. Refuses builds that fail :func:`check_publishable`
+    (``stats`` given, or ``<src>/../ledger/stats.json``).
+    """
+    stats = stats if stats is not None else _stats_near(src)
+    if stats is not None:
+        check_publishable(stats)
+    token = resolve_token(token)
+    api = api if api is not None else HfApi(token=token)
+    auth: dict[str, Any] = {"token": token} if token is not None else {}
+    plans: list[PublishPlan] = []
+    for tree in sorted(p for p in src.iterdir() if is_dataset_dir(p)):
+        repo_id = f"{org}/{tree.name}"
+        if not dry_run:
+            api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True, **auth)
+        plan = plan_dataset(tree, repo_id, remote_listing(api, repo_id, token))
+        plan.commit_message = commit_message(tree)
+        if not dry_run and (plan.add or plan.delete):
+            operations: list[CommitOperationAdd | CommitOperationDelete] = [
+                CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(tree / rel)) for rel in plan.add
+            ]
+            operations += [CommitOperationDelete(path_in_repo=rel) for rel in plan.delete]
+            info = api.create_commit(repo_id, operations, commit_message=plan.commit_message,
+                                     repo_type="dataset", create_pr=create_pr, **auth)
+            plan.committed = True
+            plan.commit_url = str(getattr(info, "pr_url", None) or getattr(info, "commit_url", "") or "") or None
+        plans.append(plan)
+    return plans

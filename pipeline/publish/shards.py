@@ -1,0 +1,143 @@
+"""Parquet shards for one dataset: the published schema, a stable row order, byte-identical rebuilds.
+
+Layout follows ``datasets.push_to_hub``: ``data/train-00000-of-0000N.parquet``. Shards and row
+groups are sized by the *uncompressed* Arrow bytes of their rows (the convention of ``datasets``'
+``MAX_SHARD_SIZE``/``MAX_ROW_GROUP_SIZE``), so a shard file can never exceed the limit: zstd does
+not grow text, and the footer is small. Sizing depends only on the sorted rows, so the same input
+always gives the same shard boundaries and the same bytes.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from schemas.run import PUBLISHED, PUBLISHED_NAMES
+
+MAX_SHARD_BYTES = 500 * 2**20
+ROW_GROUP_BYTES = 100 * 2**20
+SHARD_RE = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
+# Content-defined chunking (datasets' defaults) keeps pages stable when rows are added, so a
+# re-upload to the Hub's Xet storage sends only the changed chunks. It is deterministic.
+CDC_OPTIONS = {"min_chunk_size": 256 * 1024, "max_chunk_size": 1024 * 1024, "norm_level": 0}
+
+
+def shard_name(index: int, count: int) -> str:
+    return f"train-{index:05d}-of-{count:05d}.parquet"
+
+
+def published_table(frame: pl.DataFrame) -> pa.Table:
+    """The frame's 17 published columns in order, sorted by source_uid, cast to the Arrow schema."""
+    return sorted_rows(frame).to_arrow().cast(PUBLISHED)
+
+
+def sorted_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The published columns in the stable publishing order."""
+    missing = [n for n in PUBLISHED_NAMES if n not in frame.columns]
+    if missing:
+        raise ValueError(f"frame lacks published columns: {missing}")
+    # source_uid is unique per run; the other keys only make the order total if it ever is not.
+    return frame.select(PUBLISHED_NAMES).sort(["source_uid", "instance_id", "model"], maintain_order=True)
+
+
+def row_bytes(frame: pl.DataFrame) -> np.ndarray:
+    """Approximate uncompressed Arrow size of each row: string bytes plus offsets and fixed widths."""
+    string_cols = [n for n, t in zip(PUBLISHED.names, PUBLISHED.types, strict=True) if pa.types.is_string(t)]
+    fixed = 4 * len(string_cols) + 2 + 4  # string offsets, two bools, the list offset
+    size = pl.sum_horizontal(pl.col(c).str.len_bytes().fill_null(0) for c in string_cols)
+    msgs = (
+        pl.col("messages").list.eval(
+            pl.element().struct.field("content").str.len_bytes().fill_null(0)
+            + pl.element().struct.field("role").str.len_bytes().fill_null(0) + 8
+        ).list.sum().fill_null(0)
+    )
+    return frame.select((size + msgs + fixed).cast(pl.Int64)).to_series().to_numpy()
+
+
+def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Consecutive [start, end) ranges whose byte sum stays within ``limit`` (a lone bigger row
+    gets its own range). One searchsorted per range, not a Python step per row."""
+    n = len(sizes)
+    if n == 0:
+        return []
+    cum = np.cumsum(sizes, dtype=np.int64)
+    ranges: list[tuple[int, int]] = []
+    start = 0
+    while start < n:
+        base = cum[start - 1] if start else 0
+        end = int(np.searchsorted(cum, base + limit, side="right"))
+        end = max(end, start + 1)
+        ranges.append((start, end))
+        start = end
+    return ranges
+
+
+def replace_if_changed(tmp: Path, dest: Path) -> bool:
+    """Move ``tmp`` onto ``dest`` atomically unless ``dest`` already holds the same bytes (then the
+    temp file is removed and ``dest`` keeps its mtime). Returns whether ``dest`` changed."""
+    if dest.exists() and dest.stat().st_size == tmp.stat().st_size and filecmp.cmp(tmp, dest, shallow=False):
+        tmp.unlink()
+        return False
+    os.replace(tmp, dest)
+    return True
+
+
+def write_bytes_if_changed(dest: Path, data: bytes) -> bool:
+    """Atomic write of ``data`` to ``dest`` (temp + rename), skipped when the bytes are the same."""
+    if dest.exists() and dest.stat().st_size == len(data) and dest.read_bytes() == data:
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, dest)
+    return True
+
+
+def _shard_bytes(table: pa.Table, groups: list[tuple[int, int]]) -> bytes:
+    """One shard in memory (≤ max_shard_bytes), so an unchanged shard is never touched on disk."""
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, PUBLISHED, compression="zstd", write_page_index=True,
+                          use_content_defined_chunking=CDC_OPTIONS) as writer:
+        if not groups:
+            writer.write_table(table.slice(0, 0))
+        for a, b in groups:
+            writer.write_table(table.slice(a, b - a), row_group_size=b - a)
+    return sink.getvalue().to_pybytes()
+
+
+def write_shards(frame: pl.DataFrame, data_dir: Path, *, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 row_group_bytes: int = ROW_GROUP_BYTES) -> list[Path]:
+    """Write ``frame`` (PUBLISHED or WORK columns) as ``data_dir/train-0000i-of-0000N.parquet``.
+
+    Returns the shard paths in order. Shards of an earlier build that are not part of this one
+    (another shard count) are removed; unchanged shards are left untouched (same mtime).
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    rows = sorted_rows(frame)
+    table = rows.to_arrow().cast(PUBLISHED)
+    sizes = row_bytes(rows) if rows.height else np.zeros(0, dtype=np.int64)
+    groups = split_by_bytes(sizes, min(row_group_bytes, max_shard_bytes))
+    starts = np.array([a for a, _ in groups], dtype=np.int64)
+    group_sizes = np.add.reduceat(sizes, starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    # Shards hold whole row groups; an empty dataset still gets one (empty) shard so it loads.
+    shard_ranges = split_by_bytes(group_sizes, max_shard_bytes) or [(0, 0)]
+    count = len(shard_ranges)
+    paths: list[Path] = []
+    for index, (g0, g1) in enumerate(shard_ranges):
+        dest = data_dir / shard_name(index, count)
+        write_bytes_if_changed(dest, _shard_bytes(table, groups[g0:g1]))
+        paths.append(dest)
+    keep = {p.name for p in paths}
+    for old in data_dir.iterdir():
+        stale_shard = SHARD_RE.match(old.name) and old.name not in keep
+        leftover_tmp = old.name.startswith(".train-") and ".tmp-" in old.name
+        if old.is_file() and (stale_shard or leftover_tmp):
+            old.unlink()
+    return paths

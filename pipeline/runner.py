@@ -1,0 +1,210 @@
+"""The driver: list units, map the per-unit work, run the global steps, commit, publish.
+
+The driver does the only global work (trajectory dedup against everything held, the ledger,
+the publish tree) over compact data. Every step is restartable: unit outputs are cached, a
+run's decisions are committed atomically, and the publish tree is re-rendered from the state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from pipeline.config import Config
+from pipeline.executors import make_executor
+from pipeline.ledger import check_invariant, compute_stats, sorted_drops
+from pipeline.process import QUARANTINE, epoch_key, process_unit
+from pipeline.progress import Reporter
+from pipeline.sources import affine, swelego
+from pipeline.sources.base import Unit
+from pipeline.state import State, atomic_write_bytes, atomic_write_json, parquet_bytes, workdir_lock
+from schemas.run import DROPS, WORK, empty
+
+
+class NoBenchmarks(RuntimeError):
+    pass
+
+
+@dataclass
+class RunSummary:
+    units_total: int = 0
+    units_new: int = 0
+    units_processed: int = 0  # not served from the cache
+    stats: dict[str, Any] = field(default_factory=dict)
+    datasets: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
+    """Every unit of every configured source, and ledger rows for refused manifest entries."""
+    units: list[Unit] = []
+    refused = []
+    for loc in config.affine:
+        u, r = affine.list_units(loc)
+        units += u
+        refused += r
+    for loc in config.swelego:
+        units += swelego.list_units(loc)
+    seen: set[str] = set()
+    unique = []
+    for u in units:  # the same content listed twice is one unit
+        if u.state_key not in seen:
+            seen.add(u.state_key)
+            unique.append(u)
+    rows = [{"source_uid": q.source_uid, "epoch": q.epoch, "dataset": "", "stage": QUARANTINE,
+             "reason": q.reason, "detail": q.detail} for q in refused]
+    frame = pl.DataFrame(rows, schema=empty(DROPS).schema) if rows else empty(DROPS)
+    return unique, frame
+
+
+def held_runs(state: State, config: Config) -> pl.DataFrame:
+    """Dedup keys of every run already published or already in the catalog."""
+    from pipeline.dedup.keys import add_dedup_keys
+
+    parts = []
+    pub = state.published()
+    if pub is not None and pub.height:
+        parts.append(pub.select("source_uid", "exact_hash", "minhash"))
+    if config.catalog:
+        runs_dir = Path(config.catalog) / "runs"
+        files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
+        if files:
+            cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+            if cat.height:
+                keyed = add_dedup_keys(cat, config.dedup)
+                parts.append(keyed.select(
+                    ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"),
+                    "exact_hash", "minhash"))
+    if not parts:
+        return pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8,
+                                    "minhash": pl.List(pl.UInt32)})
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | None = None) -> RunSummary:
+    """Ingest what is new, decide every run, and write the ledger, stats and publish tree."""
+    rep = reporter or Reporter(quiet=True)
+    if not config.no_benchmarks and not config.benchmarks:
+        raise NoBenchmarks("no benchmark tables given: pass --benchmarks DIR (see `trajpipe benchmarks "
+                           "pull`) or --no-benchmarks to skip the benchmark checks (the card will say so)")
+    workdir = Path(config.workdir)
+    summary = RunSummary()
+    with workdir_lock(workdir):
+        state = State(workdir)
+        if rebuild:
+            state.reset()
+        t0 = time.perf_counter()
+        units, refused = list_all_units(config)
+        committed = state.committed_units()
+        new = [u for u in units if u.state_key not in committed]
+        known = set((state.ledger() or empty(DROPS)).get_column("source_uid").to_list())
+        refused = refused.filter(~pl.col("source_uid").is_in(list(known)))
+        summary.units_total, summary.units_new = len(units), len(new)
+        chash = config.stage_hash()
+        todo = [u for u in new if not state.cached(u.state_key, chash)]
+        summary.units_processed = len(todo)
+        summary.seconds["list"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        if todo:
+            executor = make_executor(config.executor, config.workers, config.ray_address)
+            with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
+                executor.map(process_unit, todo, config, str(workdir), on_done=lambda i, r: advance())
+        summary.seconds["units"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        if new or refused.height:
+            _decide(state, config, new, refused, chash, rep)
+        summary.seconds["dedup"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        summary.stats, summary.datasets = _materialise(state, config, workdir, rep)
+        summary.seconds["publish"] = time.perf_counter() - t0
+    return summary
+
+
+def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
+            rep: Reporter) -> None:
+    """The global step: trajectory dedup of the new runs against everything held; one commit."""
+    from pipeline.stages.traj_dedup import traj_dedup
+
+    outs = [state.read_unit(u.state_key, chash) for u in new]
+    kept = [o.kept for o in outs if o.kept.height]
+    candidates = pl.concat(kept, how="vertical") if kept else None
+    ingested: Counter[str] = Counter()
+    counters: Counter[str] = Counter()
+    for o in outs:
+        ingested.update(o.meta["ingested"])
+        counters.update(o.meta["counters"])
+    for ep in refused.get_column("epoch").to_list():
+        ingested[f"|{epoch_key(ep)}"] += 1
+    drops = [o.drops for o in outs] + [refused]
+    with rep.stage("traj_dedup", total=1) as advance:
+        if candidates is not None and candidates.height:
+            res = traj_dedup(candidates.sort("source_uid"), held_runs(state, config), config.dedup)
+            admitted = res.kept
+            drops.append(res.dropped)
+            counters.update(res.counters)
+        else:
+            admitted = candidates if candidates is not None else None
+        advance()
+    if admitted is None:
+        from pipeline.dedup.keys import add_dedup_keys
+
+        admitted = add_dedup_keys(empty_work(), config.dedup)
+    ledger = pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")
+    state.commit(state.next_seq(), [u.state_key for u in new], admitted.sort("source_uid"),
+                 sorted_drops(ledger), {"ingested": dict(sorted(ingested.items())),
+                                        "counters": dict(sorted(counters.items())),
+                                        "raw_bytes": sum(o.meta.get("raw_bytes", 0) for o in outs)})
+
+
+def empty_work() -> pl.DataFrame:
+    return empty(WORK)
+
+
+def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> tuple[dict[str, Any], list[str]]:
+    """Ledger, stats and publish tree, rendered from the committed state alone."""
+    from pipeline.publish.publisher import publish_tree
+
+    commits = state.commits()
+    ingested: Counter[str] = Counter()
+    counters: Counter[str] = Counter()
+    for c in commits:
+        ingested.update(c.get("ingested", {}))
+        counters.update(c.get("counters", {}))
+    published = state.published()
+    if published is None:
+        from pipeline.dedup.keys import add_dedup_keys
+
+        published = add_dedup_keys(empty_work(), config.dedup)
+    published = published.sort("source_uid")
+    drops = sorted_drops(state.ledger())
+    tables: list[str] = []
+    if not config.no_benchmarks and config.benchmarks:
+        from pipeline.process import worker_setup
+
+        ctx, _ = worker_setup(config)
+        if ctx.benchmarks is not None:
+            tables = sorted(set(ctx.benchmarks.get_column("benchmark").to_list()))
+    stats = compute_stats(ingested, published, drops, counters,
+                          benchmarks_checked=not config.no_benchmarks, benchmark_tables=tables)
+    stats["raw_bytes"] = sum(c.get("raw_bytes", 0) for c in commits)
+    stats["epochs"] = sorted({e for e in published.get_column("epoch").to_list() if e is not None})
+    ledger_dir = workdir / "ledger"
+    atomic_write_bytes(ledger_dir / "drops.parquet", parquet_bytes(drops.to_arrow()))
+    atomic_write_bytes(ledger_dir / "stats.json",
+                       orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    check_invariant(stats)  # before anything is published
+    with rep.stage("publish", total=1) as advance:
+        datasets = publish_tree(published, drops, stats, workdir / "publish",
+                                benchmarks_checked=not config.no_benchmarks)
+        advance()
+    atomic_write_json(ledger_dir / "datasets.json", datasets)
+    return stats, datasets

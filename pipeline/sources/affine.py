@@ -1,0 +1,190 @@
+"""Affine's public corpus (DESIGN §2.1): manifests, view shards and trace chunks.
+
+Listing (driver) reads the manifest chain; reading (worker) streams one chunk line by line,
+verifying its sha256 as it goes. Nothing here interprets a record beyond its top-level shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from pipeline.config import Limits
+from pipeline.episode import Quarantined, RawRun
+from pipeline.sources.base import (
+    STREAM_ERRORS,
+    ShardVerdict,
+    Unit,
+    UnsafeKey,
+    _Counting,
+    base_url_of,
+    iter_gzip_lines,
+    open_location,
+    quarantine_reason,
+    read_json,
+    resolve_key,
+)
+
+ORIGIN = "Affine corpus"
+MAX_MANIFEST_CHAIN = 100_000
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def _manifest_chain(base: str, current: dict) -> list[dict]:
+    """Current revision first, then every older one via ``prev_manifest`` (cycle-safe)."""
+    chain = [current]
+    seen: set[str] = set()
+    prev = current.get("prev_manifest")
+    while isinstance(prev, str) and prev and prev not in seen and len(chain) < MAX_MANIFEST_CHAIN:
+        seen.add(prev)
+        try:
+            rev = read_json(resolve_key(base, f"corpus/manifests/{prev}.json"))
+        except (OSError, ValueError):
+            break  # an unreachable older revision only makes epochs younger, never loses shards
+        if not isinstance(rev, dict):
+            break
+        chain.append(rev)
+        prev = rev.get("prev_manifest")
+    return chain
+
+
+def list_units(location: str, *, base_url: str | None = None) -> tuple[list[Unit], list[Quarantined]]:
+    """Every active view shard and every trace chunk of the corpus at ``location``.
+
+    A shard's epoch is the ``corpus_epoch`` of the oldest revision listing it. Entries whose key
+    escapes the corpus root are refused (returned as quarantine entries).
+    """
+    read_base = base_url_of(location)
+    base = (base_url or read_base).rstrip("/")
+    try:
+        current = read_json(resolve_key(read_base, "corpus/manifest.json"))
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"cannot read {read_base}/corpus/manifest.json: {exc}") from exc
+    if not isinstance(current, dict) or not isinstance(current.get("shards"), list):
+        raise ManifestError(f"{read_base}/corpus/manifest.json has no shard list")
+    first_epoch: dict[str, int] = {}
+    for rev in reversed(_manifest_chain(read_base, current)):
+        epoch = rev.get("corpus_epoch")
+        for shard in rev.get("shards") or []:
+            if isinstance(shard, dict) and isinstance(shard.get("key"), str) and isinstance(epoch, int):
+                first_epoch.setdefault(shard["key"], epoch)
+    units: list[Unit] = []
+    refused: list[Quarantined] = []
+    cur_epoch = current.get("corpus_epoch") if isinstance(current.get("corpus_epoch"), int) else None
+    for shard in current["shards"]:
+        if not isinstance(shard, dict) or not shard.get("active", True):
+            continue
+        key, sha = shard.get("key"), shard.get("sha256")
+        if not isinstance(key, str) or not isinstance(sha, str):
+            refused.append(Quarantined(f"{base}/corpus/manifest.json", cur_epoch, "bad_manifest_entry",
+                                       f"shard entry without key/sha256: {str(shard)[:200]}"))
+            continue
+        try:
+            loc = resolve_key(read_base, key)
+        except UnsafeKey as exc:
+            refused.append(Quarantined(f"{base}/{key}", cur_epoch, "unsafe_key", str(exc)))
+            continue
+        units.append(Unit("affine-view", base, key, sha, first_epoch.get(key, cur_epoch), "raw",
+                          location=loc))
+    units.extend(_trace_units(read_base, base, cur_epoch, refused))
+    units.sort(key=lambda u: (u.source, u.key))
+    return units, refused
+
+
+def _trace_units(read_base: str, base: str, epoch: int | None, refused: list[Quarantined]) -> list[Unit]:
+    entries: list[tuple[str, str, int | None]] = []
+    try:
+        listing = read_json(resolve_key(read_base, "traces/manifest.json"))
+    except (OSError, ValueError):
+        listing = None
+    if isinstance(listing, dict) and isinstance(listing.get("chunks"), list):
+        for c in listing["chunks"]:
+            if isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("sha256"), str):
+                ep = c.get("corpus_epoch", c.get("epoch"))
+                entries.append((c["key"], c["sha256"], ep if isinstance(ep, int) else epoch))
+    elif read_base.startswith("file://"):
+        # No listing: every chunk, its sha12 taken from its name (verified by prefix on read).
+        root = Path(read_base[len("file://"):])
+        for p in sorted((root / "traces" / "chunks").glob("*.jsonl.gz")):
+            stem = p.name[: -len(".jsonl.gz")]
+            entries.append((f"traces/chunks/{p.name}", stem.rsplit("-", 1)[-1], epoch))
+    out = []
+    for key, sha, ep in entries:
+        try:
+            loc = resolve_key(read_base, key)
+        except UnsafeKey as exc:
+            refused.append(Quarantined(f"{base}/{key}", ep, "unsafe_key", str(exc)))
+            continue
+        out.append(Unit("affine-trace", base, key, sha, ep, "gzip", location=loc))
+    return out
+
+
+REQUIRED = {
+    "affine-view": ("nodes", "instance_id"),
+    "affine-trace": ("trace", "task"),
+}
+
+
+def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
+    """Stream one chunk: a RawRun per good line, a Quarantined per bad line, then a verdict."""
+    kind = "view" if unit.source == "affine-view" else "trace"
+    raw_sha = hashlib.sha256() if unit.sha_scope == "raw" else None
+    try:
+        stream = open_location(unit.location)
+    except OSError as exc:
+        yield ShardVerdict(False, "unreadable", str(exc))
+        return
+    counting = _Counting(stream) if unit.sha_scope == "gzip" else None
+    try:
+        with stream:
+            lines = iter_gzip_lines(counting if counting is not None else stream,  # type: ignore[arg-type]
+                                    max_chunk_bytes=limits.max_chunk_bytes,
+                                    max_record_bytes=limits.max_record_bytes, raw_sha=raw_sha)
+            for line_no, line, problem in lines:
+                uid = f"{unit.url}#L{line_no}"
+                if problem:
+                    yield Quarantined(uid, unit.epoch, problem,
+                                      f"{unit.key} line {line_no}: over {limits.max_record_bytes} bytes")
+                    continue
+                assert line is not None
+                if not line.strip():
+                    continue
+                yield _record(unit, kind, uid, line_no, line)
+            if counting is not None:
+                # drain so the hash covers the whole file (gzip trailer, concatenated members)
+                while counting.read(1 << 20):
+                    pass
+    except STREAM_ERRORS as exc:
+        yield ShardVerdict(False, quarantine_reason(exc), f"{type(exc).__name__}: {exc}")
+        return
+    got = raw_sha.hexdigest() if raw_sha is not None else counting.sha.hexdigest()  # type: ignore[union-attr]
+    if not got.startswith(unit.sha256.lower()):
+        yield ShardVerdict(False, "bad_sha256", f"expected {unit.sha256}, got {got}")
+        return
+    yield ShardVerdict(True)
+
+
+def _record(unit: Unit, kind: str, uid: str, line_no: int, line: bytes) -> RawRun | Quarantined:
+    where = f"{unit.key} line {line_no}"
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return Quarantined(uid, unit.epoch, "bad_json", f"{where}: {exc}")
+    if not isinstance(obj, dict):
+        return Quarantined(uid, unit.epoch, "not_object", f"{where}: a JSON {type(obj).__name__}, not an object")
+    missing = [k for k in REQUIRED[unit.source] if k not in obj]
+    if missing:
+        return Quarantined(uid, unit.epoch, "missing_field", f"{where}: missing {', '.join(missing)}")
+    return RawRun(uid, ORIGIN, kind, unit.epoch, obj, len(line))
+
+
+def harness_of(payload: dict) -> str:
+    policy = payload.get("policy")
+    h = policy.get("harness") if isinstance(policy, dict) else None
+    return h if isinstance(h, str) and h else "null"

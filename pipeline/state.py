@@ -1,0 +1,180 @@
+"""The work dir's durable state (DESIGN §5): atomic files, a lock, cached unit outputs, commits.
+
+Layout under ``<workdir>/state``::
+
+    cache/<unit>-<config>/{kept,drops}.parquet + meta.json   per-unit stage outputs (meta last)
+    commits/<seq>.json                                       units decided by run <seq> (last)
+    published/<seq>.parquet                                  runs admitted by run <seq>
+    ledger/<seq>.parquet                                     drops decided by run <seq>
+
+A commit file is written only after its parquet files, so a run killed at any point leaves
+either a whole commit or none; the next run redoes the missing work from the caches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` via a temp file and rename; skip when the bytes are unchanged.
+
+    Returns True when the file was (re)written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        return False
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def atomic_write_json(path: Path, obj: Any) -> bool:
+    return atomic_write_bytes(path, orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Deterministic Parquet bytes (same table → same bytes)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", write_statistics=True)
+    return sink.getvalue().to_pybytes()
+
+
+def atomic_write_parquet(path: Path, frame: pl.DataFrame) -> bool:
+    return atomic_write_bytes(path, parquet_bytes(frame.to_arrow()))
+
+
+class WorkdirLocked(RuntimeError):
+    pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return True
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path) -> Iterator[None]:
+    """One run per work dir. A lock left by a dead process is taken over."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    lock = workdir / ".lock"
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or "0")
+            except (OSError, ValueError):
+                pid = 0
+            if pid and _pid_alive(pid) and pid != os.getpid():
+                raise WorkdirLocked(
+                    f"work dir {workdir} is in use by process {pid} (lock file {lock}); "
+                    "wait for it to finish or stop it") from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        break
+    else:  # pragma: no cover - lost a race twice
+        raise WorkdirLocked(f"could not take the lock {lock}")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+@dataclass
+class UnitOutput:
+    kept: pl.DataFrame
+    drops: pl.DataFrame
+    meta: dict[str, Any]
+
+
+class State:
+    """Typed access to ``<workdir>/state``. No global state: everything hangs off the path."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.root = Path(workdir) / "state"
+        for sub in ("cache", "commits", "published", "ledger"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    # -- per-unit cache -------------------------------------------------------------------
+    def cache_dir(self, unit_key: str, config_hash: str) -> Path:
+        return self.root / "cache" / f"{unit_key}-{config_hash}"
+
+    def cached(self, unit_key: str, config_hash: str) -> bool:
+        return (self.cache_dir(unit_key, config_hash) / "meta.json").exists()
+
+    def write_unit(self, unit_key: str, config_hash: str, out: UnitOutput) -> None:
+        d = self.cache_dir(unit_key, config_hash)
+        atomic_write_parquet(d / "kept.parquet", out.kept)
+        atomic_write_parquet(d / "drops.parquet", out.drops)
+        atomic_write_json(d / "meta.json", out.meta)  # completion marker: last
+
+    def read_unit(self, unit_key: str, config_hash: str) -> UnitOutput:
+        d = self.cache_dir(unit_key, config_hash)
+        return UnitOutput(pl.read_parquet(d / "kept.parquet"), pl.read_parquet(d / "drops.parquet"),
+                          orjson.loads((d / "meta.json").read_bytes()))
+
+    # -- commits ----------------------------------------------------------------------------
+    def commits(self) -> list[dict[str, Any]]:
+        out = []
+        for p in sorted((self.root / "commits").glob("*.json")):
+            out.append(orjson.loads(p.read_bytes()))
+        return out
+
+    def committed_units(self) -> set[str]:
+        return {u for c in self.commits() for u in c["units"]}
+
+    def next_seq(self) -> int:
+        return len(list((self.root / "commits").glob("*.json")))
+
+    def commit(self, seq: int, units: list[str], published: pl.DataFrame, drops: pl.DataFrame,
+               meta: dict[str, Any]) -> None:
+        name = f"{seq:06d}"
+        atomic_write_parquet(self.root / "published" / f"{name}.parquet", published)
+        atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
+        atomic_write_json(self.root / "commits" / f"{name}.json",
+                          {"seq": seq, "units": sorted(units), **meta})
+
+    def _committed_parts(self, sub: str) -> list[Path]:
+        seqs = {f"{c['seq']:06d}" for c in self.commits()}
+        return [p for p in sorted((self.root / sub).glob("*.parquet")) if p.stem in seqs]
+
+    def published(self) -> pl.DataFrame | None:
+        parts = self._committed_parts("published")
+        return pl.concat([pl.read_parquet(p) for p in parts], how="vertical") if parts else None
+
+    def ledger(self) -> pl.DataFrame | None:
+        parts = self._committed_parts("ledger")
+        return pl.concat([pl.read_parquet(p) for p in parts], how="vertical") if parts else None
+
+    def reset(self) -> None:
+        """Forget every decision (a full rebuild); cached unit outputs stay valid and are kept."""
+        for sub in ("commits", "published", "ledger"):
+            shutil.rmtree(self.root / sub, ignore_errors=True)
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
