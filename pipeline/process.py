@@ -18,6 +18,7 @@ import polars as pl
 from pipeline.config import Config
 from pipeline.context import Context
 from pipeline.episode import PipelineDrop, Quarantined, RawRun
+from pipeline.faults import crashpoint
 from pipeline.rows import dataset_of, work_row
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit, shard_quarantine
@@ -158,5 +159,6 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         "ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
         "raw_bytes": sum(r.raw_bytes for r in raws),
     }
+    crashpoint("unit_done")
     state.write_unit(unit.state_key, chash, UnitOutput(batch, drops, meta))
     return meta

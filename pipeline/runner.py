@@ -18,6 +18,7 @@ import polars as pl
 
 from pipeline.config import Config
 from pipeline.executors import make_executor
+from pipeline.faults import crashpoint
 from pipeline.ledger import check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
@@ -117,6 +118,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
                 executor.map(process_unit, todo, config, str(workdir), on_done=lambda i, r: advance())
         summary.seconds["units"] = time.perf_counter() - t0
+        crashpoint("after_units")
 
         t0 = time.perf_counter()
         if new or refused.height:
@@ -202,6 +204,7 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     atomic_write_bytes(ledger_dir / "stats.json",
                        orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
     check_invariant(stats)  # before anything is published
+    crashpoint("before_publish")
     with rep.stage("publish", total=1) as advance:
         datasets = publish_tree(published, drops, stats, workdir / "publish",
                                 benchmarks_checked=not config.no_benchmarks)

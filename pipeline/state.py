@@ -28,6 +28,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.faults import crashpoint
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` via a temp file and rename; skip when the bytes are unchanged.
@@ -132,6 +134,7 @@ class State:
     def write_unit(self, unit_key: str, config_hash: str, out: UnitOutput) -> None:
         d = self.cache_dir(unit_key, config_hash)
         atomic_write_parquet(d / "kept.parquet", out.kept)
+        crashpoint("unit_write")
         atomic_write_parquet(d / "drops.parquet", out.drops)
         atomic_write_json(d / "meta.json", out.meta)  # completion marker: last
 
@@ -157,7 +160,9 @@ class State:
                meta: dict[str, Any]) -> None:
         name = f"{seq:06d}"
         atomic_write_parquet(self.root / "published" / f"{name}.parquet", published)
+        crashpoint("commit_parts")
         atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
+        crashpoint("commit_record")
         atomic_write_json(self.root / "commits" / f"{name}.json",
                           {"seq": seq, "units": sorted(units), **meta})
 

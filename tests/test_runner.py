@@ -1,0 +1,144 @@
+"""The driver end to end on hand-built corpora: incremental epochs, idempotence, quarantine."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+from pipeline.config import Config
+from pipeline.runner import NoBenchmarks, run_pipeline
+from pipeline.state import WorkdirLocked, workdir_lock
+from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
+
+
+def tree_bytes(root: Path) -> dict[str, str]:
+    """sha256 of every file under publish/ and ledger/ (the user-visible outputs)."""
+    out = {}
+    for sub in ("publish", "ledger"):
+        for p in sorted((root / sub).rglob("*")):
+            if p.is_file():
+                out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def distinct(i: int) -> dict:
+    """A run with its own action stream (so trajectory dedup keeps it)."""
+    cmds = [(f"grep -rn 'symbol_{i}_{j}' /testbed/src/module_{i}.py", f"/testbed/src/module_{i}.py:{j}: symbol_{i}_{j}\n")
+            for j in range(4)]
+    cmds.append((f"python -m pytest tests/test_case_{i}.py -q", f"{i} passed in 0.{i}s\n"))
+    return view_record(f"roll-{i}", instance_id=f"pallets__flask.a1b2c3d4.func_pm_op_swap__k{i}", commands=cmds)
+
+
+def config(corpus: Path, work: Path, **kw) -> Config:
+    return Config(affine=(str(corpus),), workdir=str(work), no_benchmarks=True, workers=1, **kw)
+
+
+def test_runs_without_benchmarks_fail_loudly_unless_skipped(tmp_path: Path) -> None:
+    add_epoch(tmp_path / "c", 1, [[distinct(1)]])
+    with pytest.raises(NoBenchmarks, match="--no-benchmarks"):
+        run_pipeline(Config(affine=(str(tmp_path / "c"),), workdir=str(tmp_path / "w")))
+
+
+def test_two_epochs_then_rerun_then_a_third_epoch(tmp_path: Path) -> None:
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    shards = add_epoch(corpus, 1, [[distinct(i) for i in range(3)], [distinct(i) for i in range(3, 5)]])
+    shards = add_epoch(corpus, 2, [[distinct(i) for i in range(5, 8)]], keep=shards)
+
+    first = run_pipeline(config(corpus, work))
+    assert (first.units_total, first.units_new, first.units_processed) == (3, 3, 3)
+    inv = first.stats["invariant"]
+    assert inv["ok"] and inv["ingested"] == 8 == inv["published"] + inv["dropped"] + inv["quarantined"]
+    assert first.stats["ingested"]["by_epoch"] == {"1": 5, "2": 3}
+    snapshot = tree_bytes(work)
+    assert any(k.startswith("publish/mini-coder-affine-textbased/data/train-") for k in snapshot)
+    mtimes = {p: p.stat().st_mtime_ns for p in (work / "publish").rglob("*") if p.is_file()}
+
+    again = run_pipeline(config(corpus, work))
+    assert (again.units_new, again.units_processed) == (0, 0)  # no work
+    assert tree_bytes(work) == snapshot  # no byte changed
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # not even rewritten
+
+    # epoch 3 re-exports run 0 under a new rollout id and adds one new run
+    reexport = distinct(0) | {"rollout_id": "roll-0-again", "traj_id": "t-again"}
+    add_epoch(corpus, 3, [[reexport, distinct(100)]], keep=shards)
+    third = run_pipeline(config(corpus, work))
+    assert (third.units_total, third.units_new, third.units_processed) == (4, 1, 1)
+    stats = third.stats
+    assert stats["ingested"]["by_epoch"] == {"1": 5, "2": 3, "3": 2}
+    assert stats["drops"].get("traj_dedup/exact") == 1
+    drops = pl.read_parquet(work / "ledger" / "drops.parquet")
+    dup = drops.filter(pl.col("reason") == "exact").row(0, named=True)
+    assert dup["source_uid"].endswith("view_0003_0000.jsonl.gz#L1") and dup["epoch"] == 3
+    assert "view_0001_0000.jsonl.gz#L1" in dup["detail"]  # kept the run published earlier
+    assert stats["invariant"]["ok"]
+
+
+def test_corrupted_chunks_are_quarantined_and_the_run_finishes(tmp_path: Path) -> None:
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    good = add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
+    # a chunk whose sha256 does not match, one truncated, one with bad lines
+    k_sha = f"{VIEW_DIR}/view_0001_0001.jsonl.gz"
+    write_chunk(corpus, k_sha, jsonl([distinct(3), distinct(4)]))
+    k_trunc = f"{VIEW_DIR}/view_0001_0002.jsonl.gz"
+    raw = jsonl([distinct(i) for i in range(10, 40)])
+    blob = gzip.compress(raw, mtime=0)
+    (corpus / k_trunc).write_bytes(blob[: len(blob) // 3])
+    k_lines = f"{VIEW_DIR}/view_0001_0003.jsonl.gz"
+    missing = {k: v for k, v in distinct(6).items() if k != "nodes"}
+    sha_lines = write_chunk(corpus, k_lines, jsonl([distinct(5), b"{broken", missing]))
+    write_epoch(corpus, 1, good + [
+        {"key": k_sha, "sha256": "0" * 64}, {"key": k_trunc, "sha256": hashlib.sha256(raw).hexdigest()},
+        {"key": k_lines, "sha256": sha_lines}])
+
+    summary = run_pipeline(config(corpus, work))
+    stats = summary.stats
+    inv = stats["invariant"]
+    assert inv["ok"]
+    drops = pl.read_parquet(work / "ledger" / "drops.parquet").filter(pl.col("stage") == "quarantine")
+    by_reason = dict(drops.group_by("reason").len().iter_rows())
+    assert by_reason["bad_sha256"] == 2  # one entry per readable record
+    assert by_reason["bad_json"] == 1 and by_reason["missing_field"] == 1
+    assert by_reason.get("bad_gzip", 0) >= 1
+    for row in drops.iter_rows(named=True):
+        assert "view_0001_000" in row["detail"]  # names the chunk
+        assert row["source_uid"].startswith("file://")
+    lines = drops.filter(pl.col("reason").is_in(["bad_json", "missing_field"]))
+    assert sorted(u.rsplit("#", 1)[1] for u in lines["source_uid"]) == ["L2", "L3"]
+    assert inv["published"] >= 3  # the good runs went through
+    assert inv["ingested"] == inv["published"] + inv["dropped"] + inv["quarantined"]
+
+
+def test_audit_json_shows_the_invariant(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    add_epoch(corpus, 1, [[distinct(1), distinct(2), b"{bad"]])
+    run_pipeline(config(corpus, work))
+    res = CliRunner().invoke(app, ["audit", "--workdir", str(work), "--json"])
+    assert res.exit_code == 0, res.output
+    report = orjson.loads(res.stdout)
+    inv = report["invariant"]
+    assert (inv["ingested"], inv["published"], inv["quarantined"]) == (3, 2, 1)
+
+
+def test_one_run_per_workdir(tmp_path: Path) -> None:
+    with workdir_lock(tmp_path), pytest.raises(WorkdirLocked, match="in use"):
+        import subprocess
+        import sys
+
+        code = ("import sys; from pathlib import Path; from pipeline.state import workdir_lock\n"
+                f"with workdir_lock(Path({str(tmp_path)!r})): pass")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if "WorkdirLocked" in proc.stderr:
+            raise WorkdirLocked("in use")
+    # a lock left by a dead process is recovered
+    (tmp_path / ".lock").write_text("999999")
+    with workdir_lock(tmp_path):
+        assert (tmp_path / ".lock").read_text() != "999999"
