@@ -17,6 +17,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.state import State
 from schemas.run import DROPS, empty
 
 # Funnel order (ARCHITECTURE.md: a run is dropped by the first stage that drops it).
@@ -58,10 +59,11 @@ def _published(workdir: Path) -> pl.DataFrame:
     ]
     frame = (pl.concat(parts) if parts else
              pl.DataFrame(schema={"source_uid": pl.Utf8, "dataset": pl.Utf8, "shard": pl.Utf8}))
-    store = sorted((workdir / "state" / "published").glob("*.parquet"))
-    if store:
-        epochs = pl.concat([pl.read_parquet(p, columns=["source_uid", "epoch"]) for p in store]) \
-            .with_columns(pl.col("epoch").cast(pl.Int32)).unique("source_uid", keep="last")
+    # Only committed parts count (a killed run may leave uncommitted files behind).
+    store = State(workdir).published(columns=["source_uid", "epoch"]) \
+        if (workdir / "state" / "published").is_dir() else None
+    if store is not None and store.height:
+        epochs = store.with_columns(pl.col("epoch").cast(pl.Int32)).unique("source_uid", keep="last")
         return frame.join(epochs, on="source_uid", how="left")
     return frame.with_columns(pl.lit(None, dtype=pl.Int32).alias("epoch"))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
 from pipeline.state import State, atomic_write_bytes, atomic_write_json, parquet_bytes, workdir_lock
-from schemas.run import DROPS, WORK, empty
+from schemas.run import DROPS, PUBLISHED_NAMES, WORK, empty
 
 
 class NoBenchmarks(RuntimeError):
@@ -69,9 +70,9 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
     from pipeline.dedup.keys import add_dedup_keys
 
     parts = []
-    pub = state.published()
+    pub = state.published(columns=["source_uid", "exact_hash", "minhash"])
     if pub is not None and pub.height:
-        parts.append(pub.select("source_uid", "exact_hash", "minhash"))
+        parts.append(pub)
     if config.catalog:
         runs_dir = Path(config.catalog) / "runs"
         files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
@@ -131,44 +132,52 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     return summary
 
 
+KEY_COLUMNS = ["source_uid", "epoch", "dataset", "resolved", "exact_hash", "minhash"]
+# what the held-run store keeps of an admitted run: the published columns, the dedup keys and
+# the light internal ones (commands/outputs are re-derivable from messages and double the size)
+STORE_DROP = ["commands", "outputs", "returncodes", "problem_statement"]
+
+
 def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
             rep: Reporter) -> None:
-    """The global step: trajectory dedup of the new runs against everything held; one commit."""
+    """The global step: trajectory dedup of the new runs against everything held; one commit.
+
+    Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
+    unit by unit into the commit's part of the store."""
     from pipeline.stages.traj_dedup import traj_dedup
 
-    outs = [state.read_unit(u.state_key, chash) for u in new]
-    kept = [o.kept for o in outs if o.kept.height]
-    candidates = pl.concat(kept, how="vertical") if kept else None
+    metas = [state.read_unit_meta(u.state_key, chash) for u in new]
+    kept_paths = [state.cache_dir(u.state_key, chash) / "kept.parquet" for u in new]
     ingested: Counter[str] = Counter()
     counters: Counter[str] = Counter()
-    for o in outs:
-        ingested.update(o.meta["ingested"])
-        counters.update(o.meta["counters"])
+    for m in metas:
+        ingested.update(m["ingested"])
+        counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
         ingested[f"|{epoch_key(ep)}"] += 1
-    drops = [o.drops for o in outs] + [refused]
+    drops = [pl.read_parquet(state.cache_dir(u.state_key, chash) / "drops.parquet") for u in new]
+    drops.append(refused)
+    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS) for p in kept_paths], how="vertical")
+            if kept_paths else None)
+    admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
-        if candidates is not None and candidates.height:
-            res = traj_dedup(candidates.sort("source_uid"), held_runs(state, config), config.dedup)
-            admitted = res.kept
+        if keys is not None and keys.height:
+            res = traj_dedup(keys.sort("source_uid"), held_runs(state, config), config.dedup)
+            admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
             counters.update(res.counters)
-        else:
-            admitted = candidates if candidates is not None else None
         advance()
-    if admitted is None:
-        from pipeline.dedup.keys import add_dedup_keys
-
-        admitted = add_dedup_keys(empty_work(), config.dedup)
     ledger = pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")
-    state.commit(state.next_seq(), [u.state_key for u in new], admitted.sort("source_uid"),
-                 sorted_drops(ledger), {"ingested": dict(sorted(ingested.items())),
-                                        "counters": dict(sorted(counters.items())),
-                                        "raw_bytes": sum(o.meta.get("raw_bytes", 0) for o in outs)})
 
+    def admitted_rows() -> Iterator[pl.DataFrame]:
+        for p in kept_paths:
+            part = pl.read_parquet(p)
+            if admitted is not None and part.height:
+                yield part.filter(pl.col("source_uid").is_in(admitted)).drop(STORE_DROP).sort("source_uid")
 
-def empty_work() -> pl.DataFrame:
-    return empty(WORK)
+    state.commit(state.next_seq(), [u.state_key for u in new], admitted_rows(), sorted_drops(ledger),
+                 {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
+                  "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
 
 
 def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> tuple[dict[str, Any], list[str]]:
@@ -181,11 +190,9 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     for c in commits:
         ingested.update(c.get("ingested", {}))
         counters.update(c.get("counters", {}))
-    published = state.published()
+    published = state.published(columns=[*PUBLISHED_NAMES, "dataset", "epoch"])
     if published is None:
-        from pipeline.dedup.keys import add_dedup_keys
-
-        published = add_dedup_keys(empty_work(), config.dedup)
+        published = empty(WORK).select(*PUBLISHED_NAMES, "dataset", "epoch")
     published = published.sort("source_uid")
     drops = sorted_drops(state.ledger())
     tables: list[str] = []

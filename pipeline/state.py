@@ -18,7 +18,7 @@ import errno
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,32 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 def atomic_write_parquet(path: Path, frame: pl.DataFrame) -> bool:
     return atomic_write_bytes(path, parquet_bytes(frame.to_arrow()))
+
+
+def atomic_write_parquet_stream(path: Path, frames: Iterable[pl.DataFrame]) -> None:
+    """Write frames one after another into one Parquet file (temp + rename), never holding
+    more than one frame. An empty stream writes a file with no columns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    writer: pq.ParquetWriter | None = None
+    try:
+        for frame in frames:
+            table = frame.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+            writer.write_table(table.cast(writer.schema))
+        if writer is None:
+            pq.write_table(pa.table({}), tmp)
+        else:
+            writer.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 class WorkdirLocked(RuntimeError):
@@ -156,10 +182,14 @@ class State:
     def next_seq(self) -> int:
         return len(list((self.root / "commits").glob("*.json")))
 
-    def commit(self, seq: int, units: list[str], published: pl.DataFrame, drops: pl.DataFrame,
+    def read_unit_meta(self, unit_key: str, config_hash: str) -> dict[str, Any]:
+        return orjson.loads((self.cache_dir(unit_key, config_hash) / "meta.json").read_bytes())
+
+    def commit(self, seq: int, units: list[str], published: Iterable[pl.DataFrame], drops: pl.DataFrame,
                meta: dict[str, Any]) -> None:
+        """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
         name = f"{seq:06d}"
-        atomic_write_parquet(self.root / "published" / f"{name}.parquet", published)
+        atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
         crashpoint("commit_parts")
         atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
         crashpoint("commit_record")
@@ -170,9 +200,13 @@ class State:
         seqs = {f"{c['seq']:06d}" for c in self.commits()}
         return [p for p in sorted((self.root / sub).glob("*.parquet")) if p.stem in seqs]
 
-    def published(self) -> pl.DataFrame | None:
+    def published(self, columns: list[str] | None = None) -> pl.DataFrame | None:
+        """The held-run store (only ``columns`` are read, to keep memory small)."""
         parts = self._committed_parts("published")
-        return pl.concat([pl.read_parquet(p) for p in parts], how="vertical") if parts else None
+        if not parts:
+            return None
+        frames = [pl.read_parquet(p, columns=columns) for p in parts if pq.read_schema(p).names]
+        return pl.concat(frames, how="vertical_relaxed") if frames else None
 
     def ledger(self) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger")

@@ -21,6 +21,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tripwire also on huggingface_hub's import-time constant (set before we got here)."""
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """The ../shared folder with real samples and benchmark tables; skip when absent."""

@@ -170,11 +170,17 @@ def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
     drops: dict[str, int] = stats.get("drops", {})
     ingested = int(stats.get("ingested", {}).get("total", 0))
     quarantined = int(stats.get("quarantined", {}).get("total", 0))
-    converted = ingested - quarantined - _prefixed(drops, "parse/") - _prefixed(drops, "convert/")
+    # runs that survived reading, parsing and conversion (the ledger also records it as "converted")
+    converted = int(stats.get("converted", ingested - quarantined - _prefixed(drops, "parse/")
+                              - _prefixed(drops, "convert/")))
     published = stats.get("published", {})
     n_sets = len([d for d, n in published.get("by_dataset", {}).items() if n])
-    lead = (f"Across all {NUMBER_WORDS[n_sets] if n_sets < len(NUMBER_WORDS) else fmt(n_sets)} datasets"
-            if n_sets != 1 else "Across the whole build (one dataset)")
+    if n_sets == 1:
+        lead = "Across the whole build (one dataset)"
+    elif n_sets == 2:
+        lead = "Across both datasets"
+    else:
+        lead = f"Across all {NUMBER_WORDS[n_sets] if n_sets < len(NUMBER_WORDS) else fmt(n_sets)} datasets"
     bench = (f"{fmt(_prefixed(drops, 'benchmark_leak/'))} as benchmark leaks" if benchmarks_checked
              else "the benchmark check skipped")
     sentence = (f"{lead}: {fmt(ingested)} runs exported, {fmt(converted)} converted, "

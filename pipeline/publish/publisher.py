@@ -135,6 +135,9 @@ class PublishPlan:
     committed: bool = False
     commit_url: str | None = None
 
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
     def lines(self) -> list[str]:
         out = [f"{self.repo_id}: {len(self.add)} to add, {len(self.delete)} to delete, "
                f"{len(self.unchanged)} unchanged"]
