@@ -320,17 +320,27 @@ def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
 
 # --------------------------------------------------------------------------- small text helpers
 
-THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
 
 
 def strip_think(text: str) -> str:
     """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
     ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
-    text = THINK_RE.sub(lambda m: m.group(1).strip() + "\n\n", text)
-    text = text.replace("<think>", "").replace("</think>", "")
-    text = THOUGHT_PREFIX_RE.sub("", text)
-    return text.strip()
+    from pipeline.parsers.dialects import blocks
+
+    spans = blocks(text, "<think>", "</think>")
+    inner = [text[a:b].strip() for _, a, b, _ in spans]
+    kept, pos = [], 0
+    for s, _, _, e in spans:
+        kept.append(text[pos:s])
+        pos = e
+    kept.append(text[pos:])
+    rest = "".join(kept).replace("<think>", "").replace("</think>", "")
+    rest = THOUGHT_PREFIX_RE.sub("", rest).strip()
+    out = ""
+    for part in [*inner, rest]:
+        out = join_thought(out, part)
+    return out
 
 
 def join_thought(a: str, b: str) -> str:
@@ -364,6 +374,7 @@ def detect_root(task_text: str, steps: list[Step]) -> str | None:
     return None
 
 
+HEX_RE = re.compile(r"\A[0-9a-f]{7,40}\Z")
 SWESMITH_ID_RE = re.compile(r"\A([\w.-]+?__[\w.-]+?)\.([0-9a-f]{8})\.")
 
 
@@ -421,6 +432,10 @@ def make_episode(*, task_text: str, steps: list[Step], dialect: str, counters: C
     if not statement.strip():
         raise ParseError("no_task", f"{source_uid}: empty first user message")
     counters[f"parse/dialect/{dialect}"] += 1
+    # SWE-smith configs put the branch name (= instance id) in base_commit; only a hash is a checkout.
+    if base_commit is not None and not HEX_RE.match(base_commit):
+        counters["parse/base_commit_not_hash"] += 1
+        base_commit = None
     commit = base_commit or swesmith_commit(instance_id)
     task = Task(instance_id=instance_id, repo=repo or repo_from_id(instance_id),
                 problem_statement=statement, pool=pool, language=language,

@@ -23,17 +23,39 @@ import orjson
 
 from pipeline.episode import Bash, ParseError, ToolCall
 
-TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 FUNCTION_RE = re.compile(r"<function=([^>\n]{1,200})>(.*?)(?:</function>|\Z)", re.DOTALL)
 PARAM_RE = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
 GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
 # mini-swe-agent's own action regex is r"```bash\s*\n(.*?)\n```"; the same shape for each tag.
 FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```", re.DOTALL)
 BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
-TOOL_RESPONSE_RE = re.compile(r"<tool_response>(.*?)</tool_response>", re.DOTALL)
 NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")
 
 DIALECTS = ("bash", "qwen_json", "glm", "xml", "tool_call_xml")
+
+
+def blocks(text: str, open_: str, close: str) -> list[tuple[int, int, int, int]]:
+    """Non-overlapping ``open_…close`` spans as (start, inner_start, inner_end, end), leftmost
+    first, nearest close: the same as a lazy ``open(.*?)close`` regex but linear in the text,
+    however many unclosed openings a hostile message holds."""
+    out: list[tuple[int, int, int, int]] = []
+    pos = 0
+    while True:
+        i = text.find(open_, pos)
+        if i < 0:
+            return out
+        j = text.find(close, i + len(open_))
+        if j < 0:
+            return out
+        out.append((i, i + len(open_), j, j + len(close)))
+        pos = j + len(close)
+
+
+def _upto_last(text: str, close: str) -> str:
+    """``text`` cut after its last ``close``: every opening a lazy regex tries then has a close
+    after it, so ``finditer`` stays linear."""
+    k = text.rfind(close)
+    return "" if k < 0 else text[: k + len(close)]
 
 
 def _unwrap(value: str) -> str:
@@ -85,7 +107,7 @@ def _glm_call(body: str) -> ToolCall:
     if not name or "\n" in name or "<" in name:
         raise ParseError("bad_tool_call", f"GLM <tool_call> without a name: {body.strip()[:80]!r}")
     args: dict[str, Any] = {}
-    for am in GLM_ARG_RE.finditer(body):
+    for am in GLM_ARG_RE.finditer(_upto_last(body, "</arg_value>")):
         args[am.group(1).strip()] = _typed(am.group(2))
     return ToolCall(name=name, args=args)
 
@@ -96,12 +118,12 @@ def extract_calls(text: str, *, bare_fence: bool = False,
     message holds no action. Raises ParseError on a call block it recognises but cannot read."""
     from pipeline.parsers.common import strip_think  # local: common imports this module
 
-    blocks = list(TOOL_CALL_RE.finditer(text))
-    if blocks:
+    spans = blocks(text, "<tool_call>", "</tool_call>")
+    if spans:
         calls: list[ToolCall | Bash] = []
         kinds: Counter[str] = Counter()
-        for b in blocks:
-            body = b.group(1)
+        for _, a, b, _ in spans:
+            body = text[a:b]
             stripped = body.strip()
             if stripped.startswith("{"):
                 calls.append(_json_call(body))
@@ -115,16 +137,17 @@ def extract_calls(text: str, *, bare_fence: bool = False,
             else:
                 calls.append(_glm_call(body))
                 kinds["glm"] += 1
-        return strip_think(text[: blocks[0].start()]), calls, kinds.most_common(1)[0][0]
+        return strip_think(text[: spans[0][0]]), calls, kinds.most_common(1)[0][0]
     fpos = text.find("<function=")
     if fpos >= 0:
         xs = _xml_calls(text[fpos:])
         if xs:
             return strip_think(text[:fpos]), list(xs), "xml"
-    fences = list(FENCE_RE.finditer(text))
+    fenced = _upto_last(text, "\n```")
+    fences = list(FENCE_RE.finditer(fenced))
     dialect = "bash"
     if not fences and bare_fence:
-        fences = list(BARE_FENCE_RE.finditer(text))
+        fences = list(BARE_FENCE_RE.finditer(fenced))
         dialect = "ticks"
     if fences:
         if len(fences) > 1 and counters is not None:
@@ -138,7 +161,7 @@ def extract_calls(text: str, *, bare_fence: bool = False,
 def split_tool_responses(text: str) -> list[str] | None:
     """The ``<tool_response>`` blocks of one user message, in order (None when it has none).
     Chat templates write ``<tool_response>\\nOUT\\n</tool_response>``: one newline each side is theirs."""
-    blocks = TOOL_RESPONSE_RE.findall(text)
-    if not blocks:
+    found = [text[a:b] for _, a, b, _ in blocks(text, "<tool_response>", "</tool_response>")]
+    if not found:
         return None
-    return [_unwrap(b) if b.startswith("\n") and b.endswith("\n") else b for b in blocks]
+    return [_unwrap(b) for b in found]

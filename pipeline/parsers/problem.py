@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 
-_PATTERNS: list[re.Pattern[str]] = [
-    re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?(.*?)\n?\s*</pr_description>",
-               re.DOTALL),
-    re.compile(r"<issue_description>\s*\n?(.*?)\n?\s*</issue_description>", re.DOTALL),
-    re.compile(r"<issue>\s*\n?(.*?)\n?\s*</issue>", re.DOTALL),
-    re.compile(r"(?:^|\n)ISSUE:\n(.*?)\n+\s*INSTRUCTIONS:", re.DOTALL),
-    re.compile(r"\A\s*Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\n\n## |\n\n<instructions>|\Z)",
-               re.DOTALL),
+# (closing marker that must be present, pattern): the guard keeps a hostile message with many
+# unclosed openings from making the lazy scan quadratic.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("</pr_description>", re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?"
+                                     r"(.*?)\n?\s*</pr_description>", re.DOTALL)),
+    ("</issue_description>", re.compile(r"<issue_description>\s*\n?(.*?)\n?\s*</issue_description>", re.DOTALL)),
+    ("</issue>", re.compile(r"<issue>\s*\n?(.*?)\n?\s*</issue>", re.DOTALL)),
+    ("INSTRUCTIONS:", re.compile(r"(?:^|\n)ISSUE:\n(.*?)\n+\s*INSTRUCTIONS:", re.DOTALL)),
+    ("", re.compile(r"\A\s*Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\n\n## "
+                    r"|\n\n<instructions>|\Z)", re.DOTALL)),
 ]
 _UPLOADED_RE = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
 _PREAMBLE_RE = re.compile(r"\AI've uploaded an? [^\n]*?(?:\n\n|\n|$)")
@@ -25,8 +27,9 @@ _PREAMBLE_RE = re.compile(r"\AI've uploaded an? [^\n]*?(?:\n\n|\n|$)")
 
 def extract_problem(text: str) -> tuple[str, bool]:
     """(statement, used_fallback)."""
-    for pat in _PATTERNS:
-        m = pat.search(text)
+    for close, pat in _PATTERNS:
+        k = text.rfind(close)
+        m = pat.search(text[: k + len(close)]) if k >= 0 else None
         if m and m.group(1).strip():
             return m.group(1).strip(), False
     rest = _UPLOADED_RE.sub("", text, count=1)
