@@ -1,0 +1,154 @@
+"""Episode → mini-swe-agent v1 messages (DESIGN §4.1): roots rewritten, tools → bash, rendered.
+
+``convert_episode`` is the one entry point. Turn rules:
+
+* one tool call → one assistant turn; ``think`` text and the thoughts of removed calls (to-do,
+  memory, interrupts) are folded into the next turn's THOUGHT (``convert/think_folded``,
+  ``convert/todo_removed``);
+* a submit/finish tool or a command printing the sentinel ends the run with the submit command;
+  its output is the sentinel line + the patch the run recorded (the finish step's observation
+  when it is a diff, else empty: counted ``convert/submission_unknown``); later steps are dropped;
+* a thought containing three backticks would add a ```` ```bash ```` match: its backticks become
+  ``~~~`` (``convert/thought_fence_rewritten``); a *command* with a line starting with three
+  backticks cannot be put in one block and drops the run (``convert/fence_in_command``);
+* runs longer than ``step_limit`` turns are cut there and are not submitted
+  (``convert/step_limit_truncated``), like mini-swe-agent's LimitsExceeded (without its empty
+  final message).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pipeline.convert.render import (
+    SENTINELS,
+    SUBMIT_COMMAND,
+    is_sentinel_output,
+    render_messages,
+)
+from pipeline.convert.roots import rewrite_roots
+from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
+from pipeline.episode import Bash, ConvertError, Episode, ToolCall
+
+__all__ = ["Converted", "convert_episode", "SUBMIT_COMMAND"]
+
+
+@dataclass
+class Converted:
+    messages: list[dict[str, str]]
+    commands: list[str]
+    outputs: list[str]
+    returncodes: list[int]
+    submitted: bool
+    counters: Counter[str] = field(default_factory=Counter)
+
+
+def _roots(value: object, root: str | None, repo: str | None) -> object:
+    if isinstance(value, str):
+        return rewrite_roots(value, root, repo)
+    if isinstance(value, list):
+        return [_roots(v, root, repo) for v in value]
+    if isinstance(value, dict):
+        return {k: _roots(v, root, repo) for k, v in value.items()}
+    return value
+
+
+def _submission(obs: str) -> str:
+    """The patch a finish step recorded: after a sentinel line, or a diff on its own."""
+    if is_sentinel_output(obs):
+        return "".join(obs.lstrip().splitlines(keepends=True)[1:])
+    stripped = obs.lstrip("\n")
+    return stripped if stripped.startswith("diff --git") else ""
+
+
+def _is_submit_command(cmd: str) -> bool:
+    return cmd.strip() == "submit" or any(s in cmd for s in SENTINELS)
+
+
+def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
+    counters: Counter[str] = Counter()
+    state = ToolState(counters=counters)
+    root, repo = ep.meta.repo_root, ep.task.repo
+    thoughts: list[str] = []
+    commands: list[str] = []
+    outputs: list[str] = []
+    returncodes: list[int] = []
+    carry: list[str] = []  # thoughts waiting for the next emitted turn
+    submitted = False
+
+    for turn, step in enumerate(ep.steps):
+        thought = rewrite_roots(step.thought, root, repo).strip()
+        obs = rewrite_roots(step.observation, root, repo)
+        if isinstance(step.call, Bash):
+            name = "bash"
+            cmd = peel_wrappers(rewrite_roots(step.call.command, root, repo))
+            out, marked = split_exit_marker(obs)
+            action = Action("submit", output=obs) if _is_submit_command(cmd) else Action(
+                "run", cmd, out, step.returncode if step.returncode is not None else marked)
+        elif isinstance(step.call, ToolCall):
+            name = step.call.name
+            args = _roots(step.call.args, root, repo)
+            assert isinstance(args, dict)
+            action = convert_call(name, args, obs, step.returncode, turn, state)
+            if action.kind == "run" and _is_submit_command(action.command):
+                action = Action("submit", output=obs)
+        else:  # pragma: no cover - the Episode contract allows only these two
+            raise ConvertError("bad_step", f"turn {turn}: {type(step.call).__name__}")
+        counters[f"convert/tool/{name}"] += 1
+
+        if action.kind == "fold":
+            counters["convert/think_folded"] += 1
+            carry += [t for t in (thought, action.text.strip()) if t]
+            continue
+        if action.kind == "remove":
+            counters["convert/todo_removed"] += 1
+            carry += [thought] if thought else []
+            continue
+        if action.kind == "submit":
+            # a finish message is the agent's closing words: part of the submit turn's thought
+            words = [*carry, thought, rewrite_roots(action.text, root, repo).strip()]
+            thoughts.append("\n\n".join(w for w in words if w))
+            patch = _submission(action.output)
+            if not patch:
+                counters["convert/submission_unknown"] += 1
+            commands.append(SUBMIT_COMMAND)
+            outputs.append(f"{SENTINELS[0]}\n{patch}")
+            returncodes.append(0)
+            submitted = True
+            if turn < len(ep.steps) - 1:
+                counters["convert/after_submit_dropped"] += len(ep.steps) - 1 - turn
+            break
+
+        cmd = action.command.strip()
+        if not cmd:
+            raise ConvertError("empty_command", f"turn {turn}: {name}")
+        if cmd.startswith("```") or "\n```" in cmd:
+            raise ConvertError("fence_in_command", f"turn {turn}: {name}")
+        rc = action.returncode
+        if rc is None:
+            rc = 0
+            counters["convert/returncode_inferred"] += 1
+        thoughts.append("\n\n".join([*carry, thought]) if carry else thought)
+        carry = []
+        commands.append(cmd)
+        outputs.append(action.output)
+        returncodes.append(int(rc))
+
+    if carry:
+        counters["convert/trailing_thought_dropped"] += 1
+    if not commands:
+        raise ConvertError("no_turns", f"{len(ep.steps)} steps, none a command")
+    if len(commands) > step_limit:
+        counters["convert/step_limit_truncated"] += 1
+        del thoughts[step_limit:], commands[step_limit:], outputs[step_limit:], returncodes[step_limit:]
+        submitted = False
+    for i, t in enumerate(thoughts):
+        if "```" in t:
+            thoughts[i] = t.replace("```", "~~~")
+            counters["convert/thought_fence_rewritten"] += 1
+
+    counters["convert/turns"] += len(commands)
+    task = ep.task.problem_statement
+    messages = render_messages(task, thoughts, commands, outputs, returncodes, submitted)
+    return Converted(messages, commands, outputs, returncodes, submitted, counters)

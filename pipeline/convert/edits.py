@@ -57,6 +57,8 @@ def py_str(text: str) -> str:
             out.append("\\'" if i == n - 1 or text[i + 1] == "'" else "'")
         elif c == "\n" or c == "\t":
             out.append(c)
+        elif c == "\r":
+            out.append("\\r")
         elif c == "`" and (i == 0 or text[i - 1] == "\n"):
             out.append("\\x60")
         elif not _safe_char(c):
@@ -67,11 +69,12 @@ def py_str(text: str) -> str:
 
 
 def shell_quote(text: str) -> str:
-    """Single-quoted shell word for ``text``; a backtick starting a line is double-quoted so
-    no line of the command starts with a backtick (mini-swe-agent fence safety)."""
-    body = text.replace("'", "'\\''").replace("\n`", "\n'\"`\"'")
+    """Single-quoted shell word for ``text``. A backtick starting a line is written ``'\\`'``
+    (close quote, escaped backtick, reopen) so no line of the command starts with a backtick
+    (mini-swe-agent fence safety)."""
+    body = text.replace("'", "'\\''").replace("\n`", "\n'\\`'")
     if body.startswith("`"):
-        body = "'\"`\"'" + body[1:]
+        body = "'\\`'" + body[1:]
     return f"'{body}'"
 
 
@@ -94,9 +97,11 @@ def heredoc_delimiter(body: str, base: str = "EOF") -> str:
     return delim
 
 
-def python_heredoc(script: str) -> str:
+def python_heredoc(script: str, then: str | None = None) -> str:
+    """``python3 - <<'EOF'`` with ``script`` as its body; ``then`` runs after it succeeds."""
     delim = heredoc_delimiter(script)
-    return f"python3 - <<'{delim}'\n{script}\n{delim}"
+    tail = f" && {then}" if then else ""
+    return f"python3 - <<'{delim}'{tail}\n{script}\n{delim}"
 
 
 _OPEN_R = "encoding='utf-8', errors='surrogateescape', newline=''"
@@ -172,7 +177,7 @@ def insert_command(path: str, insert_line: int, new: str, ok_message: str,
 
 
 def line_edit_command(path: str, start: int, end: int, new: str, ok_message: str,
-                      fail_message: str | None = None) -> str:
+                      fail_message: str | None = None, then: str | None = None) -> str:
     """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``)."""
     script = f"import sys\npath = {py_str(path)}\nnew = {py_str(new)}\n"
     script += _read("path") + "lines = text.split('\\n')\n"
@@ -180,7 +185,7 @@ def line_edit_command(path: str, start: int, end: int, new: str, ok_message: str
         fail_message, f"f'Invalid edit range {int(start)}:{int(end)}: the file has {{len(lines)}} lines.'")
     script += f"lines[{int(start) - 1}:{int(end)}] = new.split('\\n')\n"
     script += "text = '\\n'.join(lines)\n" + _write() + _print_lit(ok_message)
-    return python_heredoc(script.rstrip("\n"))
+    return python_heredoc(script.rstrip("\n"), then)
 
 
 def _heredoc_safe(text: str) -> bool:

@@ -1,0 +1,343 @@
+"""Tool call → ONE bash command whose output is the observation (DESIGN §4.1, input-formats §5).
+
+Every converter returns an :class:`Action`: a command to run (``run``), text to fold into the
+next THOUGHT (``fold``: ``think``), nothing (``remove``: to-do and memory tools, ``C-c``
+interrupts) or the submit command (``submit``). Unknown tools raise ``ConvertError("unknown_tool",
+<name>)``; they are never passed through.
+
+Observations are re-shaped only where the harness decorated what the command printed: editor
+headers (``Here's the result of running `cat -n` on …``), Claude Code's ``→`` line numbers and
+``<system-reminder>`` blocks, OpenHands' ``[The command completed with exit code N.]`` trailers.
+Where the harness's result text has no shell equivalent (an edit's success message), the command
+prints it.
+
+Policies:
+* ``undo_edit`` that succeeded: the run is dropped (``convert/undo_edit``): restoring the
+  editor's saved copy has no faithful shell equivalent. A failed ``undo_edit`` changed nothing
+  and its turn is removed (counted ``convert/undo_edit_noop_removed``).
+* ``is_input`` text other than an interrupt (``C-c``, ``C-d``, ``C-z``) is stdin for a running
+  process, which one-shot commands cannot express: drop ``convert/interactive_input``.
+* Return codes: the Step's, else a known marker, else the edit/view outcome, else 0 counted
+  as ``convert/returncode_inferred``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.convert import edits
+from pipeline.convert.render import SUBMIT_COMMAND
+from pipeline.convert.sweagent_window import WINDOW_COMMANDS, convert_window
+from pipeline.episode import ConvertError
+
+BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
+EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
+THINK_TOOLS = frozenset({"think", "Think"})
+TODO_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "task_tracker", "update_plan",
+                        "memory", "Memory", "save_memory", "read_memory", "write_memory", "SetTodoList"})
+SUBMIT_RE = re.compile(
+    r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer|"
+    r"submit_answer|finish_task)$", re.I)
+INTERRUPTS = frozenset({"C-c", "C-d", "C-z", "ctrl+c", "^C"})
+
+_EXIT_MARKER = re.compile(
+    r"\n*\[(?:The command completed with exit code|Command finished with exit code)\s*(-?\d+)\.?\]\s*$")
+_OH_TRAILERS = re.compile(r"\n*\[(?:Current working directory|Python interpreter): [^\n]*\]\s*$")
+_CAT_N_HEADER = re.compile(r"^Here's the result of running `cat -n` on [^\n]*:\n")
+_DIR_HEADER = re.compile(r"^Here's the files and directories up to 2 levels deep in [^\n]*:\n")
+_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+_FAIL_HINTS = ("No replacement was performed", "did not appear verbatim", "Multiple occurrences",
+               "ERROR:", "Error:", "not found", "must appear exactly once", "Invalid", "does not exist",
+               "String to replace not found", "Found 0 matches")
+
+
+@dataclass
+class Action:
+    kind: str  # "run" | "fold" | "remove" | "submit"
+    command: str = ""
+    output: str = ""
+    returncode: int | None = None
+    text: str = ""  # fold: the thought text; submit: a final message to fold into the thought
+
+
+@dataclass
+class ToolState:
+    """What a converter must remember across calls of one run."""
+
+    counters: Counter[str] = field(default_factory=Counter)
+    current_file: str | None = None  # SWE-agent window
+
+
+def _s(args: dict[str, Any], *names: str, default: str | None = None) -> str | None:
+    for n in names:
+        v = args.get(n)
+        if v is not None:
+            return v if isinstance(v, str) else str(v)
+    return default
+
+
+def _failed(obs: str, rc: int | None) -> bool:
+    if rc is not None:
+        return rc != 0
+    head = obs.lstrip()[:300]
+    return any(h in head for h in _FAIL_HINTS)
+
+
+# ---------------------------------------------------------------- bash
+
+_WRAP_RE = re.compile(r"^(?:/bin/)?(?:ba)?sh\s+-l?c\s+(.+)$", re.S)
+_CD_RE = re.compile(r"^cd\s+(?:/testbed|\"/testbed\"|'/testbed')/?\s*(?:&&|;)\s*(.+)$", re.S)
+_TIMEOUT_RE = re.compile(r"^timeout\s+(?:-[sk]\s+\S+\s+|--\S+\s+)*\d+(?:\.\d+)?[smhd]?\s+(.+)$", re.S)
+
+
+def peel_wrappers(cmd: str) -> str:
+    """Strip harness wrappers (``bash -lc '…'``, ``cd /testbed && …``, ``timeout N …``)."""
+    cmd = cmd.strip()
+    while True:
+        m = _WRAP_RE.match(cmd)
+        if m:
+            try:
+                words = shlex.split(m.group(1))
+            except ValueError:
+                words = []
+            if len(words) == 1:
+                cmd = words[0].strip()
+                continue
+        m = _CD_RE.match(cmd) or _TIMEOUT_RE.match(cmd)
+        if m:
+            cmd = m.group(1).strip()
+            continue
+        return cmd
+
+
+def split_exit_marker(obs: str) -> tuple[str, int | None]:
+    """Remove OpenHands' exit-code / cwd trailers; return the output and the marked code."""
+    rc = None
+    while True:
+        m = _EXIT_MARKER.search(obs)
+        if m:
+            rc = int(m.group(1))
+            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            continue
+        m = _OH_TRAILERS.search(obs)
+        if m:
+            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            continue
+        return obs, rc
+
+
+def convert_bash(args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
+    cmd = _s(args, "command", "cmd", "script", default="") or ""
+    is_input = str(args.get("is_input", "false")).lower() in ("true", "1")
+    if is_input or cmd.strip() in INTERRUPTS:
+        if cmd.strip() in INTERRUPTS:
+            state.counters["convert/interrupt_removed"] += 1
+            return Action("remove")
+        raise ConvertError("interactive_input", f"turn {turn}")
+    out, marked = split_exit_marker(obs)
+    return Action("run", peel_wrappers(cmd), out, rc if rc is not None else marked)
+
+
+# ---------------------------------------------------------------- viewing
+
+
+def _cat_n_body(obs: str, to_end: bool = True) -> str:
+    """The editor's view output as ``cat -n`` prints it (header gone, no numbered empty tail)."""
+    body = _CAT_N_HEADER.sub("", obs, count=1)
+    if to_end:
+        # the editor numbers the empty string after the file's final newline; cat -n does not
+        body = re.sub(r"(^|\n) *\d+\t\n?\Z", r"\1", body)
+    return body
+
+
+def _to_end(view_range: Any) -> bool:
+    return not (isinstance(view_range, (list, tuple)) and len(view_range) == 2 and int(view_range[1]) != -1)
+
+
+def view_command(path: str, view_range: Any = None) -> str:
+    q = edits.shell_quote(path)
+    if view_range and isinstance(view_range, (list, tuple)) and len(view_range) == 2:
+        a, b = int(view_range[0]), int(view_range[1])
+        return f"cat -n {q} | sed -n '{a},{'$' if b == -1 else b}p'"
+    return f"cat -n {q}"
+
+
+def _missing(path: str, command: str) -> tuple[str, int]:
+    """What ``cat`` prints for a missing file (a ``| sed`` pipeline still exits 0)."""
+    return f"cat: {path}: No such file or directory\n", 0 if "|" in command else 1
+
+
+def convert_view(path: str, view_range: Any, obs: str, rc: int | None) -> Action:
+    if _DIR_HEADER.match(obs):
+        body = _DIR_HEADER.sub("", obs, count=1)
+        return Action("run", f"find {edits.shell_quote(path)} -maxdepth 2 -not -path '*/.*'", body, 0)
+    body = _cat_n_body(obs, _to_end(view_range))
+    if _CAT_N_HEADER.match(obs) or rc == 0 or not _failed(obs, rc):
+        return Action("run", view_command(path, view_range), body, 0)
+    cmd = view_command(path, view_range)
+    out, code = _missing(path, cmd)
+    return Action("run", cmd, out, code)
+
+
+# ---------------------------------------------------------------- editing
+
+
+def _edit_action(path: str, pairs: list[tuple[str, str, bool]], obs: str, rc: int | None) -> Action:
+    if _failed(obs, rc):
+        cmd = edits.replace_command(path, pairs, edits.default_ok(path), fail_message=obs)
+        return Action("run", cmd, obs, 1)
+    return Action("run", edits.replace_command(path, pairs, obs), obs, 0)
+
+
+def _create_action(path: str, content: str, obs: str, rc: int | None, turn: int) -> Action:
+    if _failed(obs, rc):
+        # e.g. "File already exists … cannot overwrite": the file was not written
+        raise ConvertError("failed_create", f"turn {turn}: {obs.strip()[:80]}")
+    return Action("run", edits.create_command(path, content, obs), obs, 0)
+
+
+def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
+    command = _s(args, "command", default="")
+    path = _s(args, "path", default="") or ""
+    if command == "view":
+        return convert_view(path, args.get("view_range"), obs, rc)
+    if command == "create":
+        return _create_action(path, _s(args, "file_text", "content", default="") or "", obs, rc, turn)
+    if command == "str_replace":
+        old = _s(args, "old_str", default="") or ""
+        new = _s(args, "new_str", default="") or ""
+        return _edit_action(path, [(old, new, False)], obs, rc)
+    if command == "insert":
+        line = int(args.get("insert_line", 0) or 0)
+        new = _s(args, "new_str", default="") or ""
+        if _failed(obs, rc):
+            return Action("run", edits.insert_command(path, line, new, edits.default_ok(path), obs), obs, 1)
+        return Action("run", edits.insert_command(path, line, new, obs), obs, 0)
+    if command == "undo_edit":
+        if _failed(obs, rc):
+            state.counters["convert/undo_edit_noop_removed"] += 1
+            return Action("remove")
+        raise ConvertError("undo_edit", f"turn {turn}: {path}")
+    raise ConvertError("unknown_tool", f"{args.get('_tool', 'str_replace_editor')}.{command}")
+
+
+# ---------------------------------------------------------------- Claude Code
+
+
+def _claude_read_body(obs: str) -> str:
+    body = _REMINDER.sub("\n", obs).rstrip("\n")
+    body = re.sub(r"^( *\d+)\u2192", r"\1\t", body, flags=re.M)
+    return body + "\n" if body else ""
+
+
+def _range(offset: Any, limit: Any) -> list[int] | None:
+    if offset is None and limit is None:
+        return None
+    a = int(offset or 1)
+    return [a, a + int(limit) - 1] if limit is not None else [a, -1]
+
+
+def _grep(args: dict[str, Any], obs: str) -> Action:
+    pattern = _s(args, "pattern", default="") or ""
+    where = _s(args, "path", default="/testbed") or "/testbed"
+    mode = _s(args, "output_mode", default="files_with_matches")
+    flags = {"content": "-rnE", "count": "-rcE"}.get(mode or "", "-rlE")
+    if args.get("-i"):
+        flags += "i"
+    inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
+    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
+    lines = [ln for ln in obs.splitlines() if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)]
+    out = "".join(ln + "\n" for ln in lines if ln.strip())
+    return Action("run", cmd, out, 0 if out else 1)
+
+
+def _glob(args: dict[str, Any], obs: str) -> Action:
+    pattern = _s(args, "pattern", default="*") or "*"
+    where = _s(args, "path", default="/testbed") or "/testbed"
+    script = (f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')")
+    cmd = f"python3 -c {edits.shell_quote(script)}"
+    base = where.rstrip("/") + "/"
+    paths = [ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")]
+    out = "".join(p + "\n" for p in sorted(paths)) or "\n"
+    return Action("run", cmd, out, 0)
+
+
+def _ls(args: dict[str, Any], obs: str) -> Action:
+    where = _s(args, "path", default="/testbed") or "/testbed"
+    names = sorted(m.group(1) for m in re.finditer(r"^  - (.+)$", obs, re.M))
+    return Action("run", f"ls -1p {edits.shell_quote(where)}", "".join(n + "\n" for n in names), 0)
+
+
+def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action:
+    path = _s(args, "file_path", "path", default="") or ""
+    if name == "Read":
+        cmd = view_command(path, _range(args.get("offset"), args.get("limit")))
+        if _failed(obs, rc) and "\u2192" not in obs:
+            out, code = _missing(path, cmd)
+            return Action("run", cmd, out, code)
+        return Action("run", cmd, _claude_read_body(obs), 0)
+    if name == "Write":
+        return _create_action(path, _s(args, "content", default="") or "", obs, rc, turn)
+    if name == "Edit":
+        pair = (_s(args, "old_string", default="") or "", _s(args, "new_string", default="") or "",
+                bool(args.get("replace_all", False)))
+        return _edit_action(path, [pair], obs, rc)
+    if name == "MultiEdit":
+        pairs = [(str(e.get("old_string", "")), str(e.get("new_string", "")), bool(e.get("replace_all", False)))
+                 for e in args.get("edits", []) or []]
+        if not pairs:
+            raise ConvertError("bad_tool_args", f"turn {turn}: MultiEdit without edits")
+        return _edit_action(path, pairs, obs, rc)
+    if name == "Grep":
+        return _grep(args, obs)
+    if name == "Glob":
+        return _glob(args, obs)
+    return _ls(args, obs)
+
+
+# ---------------------------------------------------------------- dispatch
+
+CLAUDE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS"})
+PI_TOOLS = frozenset({"read", "write", "edit"})
+
+
+def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
+                 state: ToolState) -> Action:
+    """One structured tool call (+ its observation) → an :class:`Action`."""
+    if name in WINDOW_COMMANDS and set(args) <= {"args", "body"}:
+        # the parser's shape for SWE-agent's text commands: first-line arguments + edit body
+        res, state.current_file = convert_window(name, args, obs, turn, state.current_file)
+        return Action("run", res.command, res.output, res.returncode)
+    if name in BASH_TOOLS:
+        return convert_bash(args, obs, rc, turn, state)
+    if name in THINK_TOOLS:
+        return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
+    if name in TODO_TOOLS:
+        return Action("remove")
+    if SUBMIT_RE.match(name):
+        return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
+    if name in EDITOR_TOOLS:
+        return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
+    if name in CLAUDE_TOOLS:
+        return convert_claude(name, args, obs, rc, turn)
+    if name in PI_TOOLS:
+        path = _s(args, "path", "file_path", default="") or ""
+        if name == "read":
+            rng = _range(args.get("offset"), args.get("limit"))
+            if rng is None:
+                return Action("run", f"cat {edits.shell_quote(path)}", obs, 0 if not _failed(obs, rc) else 1)
+            end = "$" if rng[1] == -1 else rng[1]
+            return Action("run", f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}", obs, 0)
+        if name == "write":
+            return _create_action(path, _s(args, "content", "file_text", default="") or "", obs, rc, turn)
+        old = _s(args, "oldText", "old_str", "old_string", default="") or ""
+        new = _s(args, "newText", "new_str", "new_string", default="") or ""
+        return _edit_action(path, [(old, new, False)], obs, rc)
+    raise ConvertError("unknown_tool", name)
+
+
+__all__ = ["Action", "ToolState", "convert_call", "peel_wrappers", "split_exit_marker", "SUBMIT_COMMAND"]

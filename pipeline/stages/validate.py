@@ -1,0 +1,126 @@
+"""Strict mini-swe-agent v1 format checks (research/target-format.md §4.1); failures are drops.
+
+Rules (the drop reason), each reported with the turn index in the detail:
+
+* ``roles``: system, user, then assistant/user pairs; nothing else.
+* ``templates``: system and task messages equal the rendered mini-coder templates.
+* ``action_count``: mini-swe-agent's regex finds exactly one ```` ```bash ```` block per assistant
+  message; ``action_mismatch``: that block (stripped, as mini parses it) is the intended command
+  (``commands`` column) and is non-empty.
+* ``observation_shape``: every reply equals mini's observation template rendered from the raw
+  output and return code (``outputs``/``returncodes``), and no earlier output starts with the
+  sentinel (mini would have stopped there).
+* ``submit``: a submitted run ends with the submit command, sentinel output, return code 0, and a
+  final message equal to the rest of the output; an unsubmitted run never runs it.
+* ``residue``: tool-call markup outside the command (``<tool_call>``, ``<function=``,
+  ``<parameter=``, ``<tool_response>``, ``"tool_calls":``) in any assistant message.
+* ``foreign_root``: a repo root other than /testbed in an assistant message or observation.
+* ``step_limit``: more assistant turns than ``ctx.config.limits.step_limit``.
+* ``shape``: commands/outputs/returncodes do not line up with the turns.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from pipeline.convert.render import (
+    SUBMIT_COMMAND,
+    is_sentinel_output,
+    parse_actions,
+    render_instance,
+    render_observation,
+    render_system,
+    submission_of,
+)
+from pipeline.convert.roots import find_foreign_roots
+from pipeline.stages.base import Stage, StageOutput
+
+_RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
+_BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
+
+
+def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
+                   outputs: list[str] | None = None, returncodes: list[int] | None = None,
+                   problem_statement: str | None = None, submitted: bool | None = None,
+                   step_limit: int = 250) -> list[tuple[str, str]]:
+    """All rule violations as (rule, detail), in message order."""
+    problems: list[tuple[str, str]] = []
+    roles = [m.get("role") for m in messages]
+    n_turns = (len(messages) - 2) // 2
+    expected = ["system", "user"] + ["assistant", "user"] * n_turns
+    if roles != expected or len(messages) < 4:
+        bad = next((i for i, (a, b) in enumerate(zip(roles, expected, strict=False)) if a != b),
+                   min(len(roles), len(expected)))
+        return [("roles", f"message {bad}: {roles[bad] if bad < len(roles) else 'missing'}")]
+    if messages[0]["content"] != render_system():
+        problems.append(("templates", "message 0: system prompt differs"))
+    if problem_statement is not None and messages[1]["content"] != render_instance(problem_statement):
+        problems.append(("templates", "message 1: task message differs"))
+    if n_turns > step_limit:
+        problems.append(("step_limit", f"{n_turns} turns > {step_limit}"))
+    if len(commands) != n_turns or (outputs is not None and len(outputs) != n_turns) or (
+            returncodes is not None and len(returncodes) != n_turns):
+        problems.append(("shape", f"{n_turns} turns, {len(commands)} commands"))
+        return problems
+
+    for t in range(n_turns):
+        a = messages[2 + 2 * t]["content"]
+        reply = messages[3 + 2 * t]["content"]
+        actions = parse_actions(a)
+        if len(actions) != 1:
+            problems.append(("action_count", f"turn {t}: {len(actions)} bash blocks"))
+        elif not actions[0] or actions[0] != commands[t]:
+            problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
+        if _RESIDUE.search(_BLOCK.sub("", a)) or _RESIDUE.search(commands[t]):
+            problems.append(("residue", f"turn {t}: tool-call markup"))
+        roots = find_foreign_roots(a) + find_foreign_roots(reply)
+        if roots:
+            problems.append(("foreign_root", f"turn {t}: {roots[0]}"))
+        last = t == n_turns - 1
+        is_submit = commands[t] == SUBMIT_COMMAND
+        if is_submit and not (last and submitted is not False):
+            problems.append(("submit", f"turn {t}: submit command before the end"))
+        if outputs is None or returncodes is None:
+            if not (last and is_submit) and not reply.startswith("<returncode>"):
+                problems.append(("observation_shape", f"turn {t}: not an observation"))
+            continue
+        out, rc = outputs[t], int(returncodes[t])
+        if last and submitted:
+            if not (is_submit and is_sentinel_output(out) and rc == 0):
+                problems.append(("submit", f"turn {t}: last turn is not a successful submit"))
+            elif reply != submission_of(out):
+                problems.append(("submit", f"turn {t}: final message is not the submission"))
+            continue
+        if is_sentinel_output(out) and rc == 0:
+            problems.append(("observation_shape", f"turn {t}: output starts with the sentinel"))
+        if reply != render_observation(out, rc):
+            problems.append(("observation_shape", f"turn {t}: observation differs from its output"))
+    if submitted and n_turns and commands[-1] != SUBMIT_COMMAND:
+        problems.append(("submit", f"turn {n_turns - 1}: submitted run does not end with submit"))
+    return problems
+
+
+def validate_messages(messages: list[dict[str, Any]], commands: list[str], **kwargs: Any) -> list[str]:
+    """Problems as ``"<rule>: <detail>"`` strings (empty list: valid). See :func:`check_messages`."""
+    return [f"{rule}: {detail}" for rule, detail in check_messages(messages, commands, **kwargs)]
+
+
+class Validate(Stage):
+    name = "validate"
+
+    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+        limit = self.ctx.config.limits.step_limit
+        reasons: list[str] = []
+        details: list[str] = []
+        cols = batch.select("messages", "commands", "outputs", "returncodes", "problem_statement",
+                            "submitted")
+        for messages, commands, outputs, rcs, statement, submitted in cols.iter_rows():
+            found = check_messages(messages or [], commands or [], outputs=outputs, returncodes=rcs,
+                                   problem_statement=statement, submitted=submitted, step_limit=limit)
+            reasons.append(found[0][0] if found else "")
+            details.append(found[0][1] if found else "")
+        reason = pl.Series("reason", reasons, dtype=pl.Utf8)
+        return self.split(batch, reason != "", reason, pl.Series("detail", details, dtype=pl.Utf8))

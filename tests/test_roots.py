@@ -1,0 +1,60 @@
+"""Repo roots become /testbed; look-alikes and URLs are left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.convert.roots import find_foreign_roots, rewrite_roots
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("cd /workspace/astropy && ls", "cd /testbed && ls"),
+    ("python /workspace/proj/src/a.py", "python /testbed/src/a.py"),
+    ("cat /repo/setup.py", "cat /testbed/setup.py"),
+    ("ls /app", "ls /testbed"),
+    ("PYTHONPATH=/repo:/repo/src pytest", "PYTHONPATH=/testbed:/testbed/src pytest"),
+    ('open("/app/main.py")', 'open("/testbed/main.py")'),
+    ("cd /repo.", "cd /testbed."),
+    ("[File: /marshmallow-code__marshmallow/src/fields.py (9 lines total)]",
+     "[File: /testbed/src/fields.py (9 lines total)]"),
+    ("/testbed/x.py stays", "/testbed/x.py stays"),
+])
+def test_roots_are_rewritten(text: str, expected: str) -> None:
+    assert rewrite_roots(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "ls /repository/x",
+    "ls /apps/x",
+    "ls /application",
+    "see https://github.com/x/repo and https://example.com/app/page",
+    "git clone https://github.com/owner__repo",
+    "cat /testbed/src/repo/app.py",
+    "cat /etc/repo.d/app",
+    "python -m app",
+    "cd /repo.git",
+    "/testbed/sub/a__b.py",
+])
+def test_look_alikes_are_untouched(text: str) -> None:
+    assert rewrite_roots(text) == text
+    assert find_foreign_roots(text) == []
+
+
+def test_home_and_temp_roots_need_the_repo_name() -> None:
+    text = "cd /home/alice/astropy && cp /tmp/tmpab12cd34/astropy/a.py /tmp/tmpab12cd34/notes.txt"
+    assert rewrite_roots(text, repo="astropy__astropy") == (
+        "cd /testbed && cp /testbed/a.py /tmp/tmpab12cd34/notes.txt")
+    # SWE-smith-style repo ids name the same checkout
+    assert rewrite_roots("ls /home/u/pandas/x", repo="pandas-dev__pandas.95280573") == "ls /testbed/x"
+    assert rewrite_roots("ls /home/u/.cache/pip", repo="pandas-dev__pandas") == "ls /home/u/.cache/pip"
+
+
+def test_parser_root_is_used_first() -> None:
+    assert rewrite_roots("cd /srv/checkouts/proj-7 && ls /srv/checkouts/proj-7/src",
+                         repo_root="/srv/checkouts/proj-7") == "cd /testbed && ls /testbed/src"
+    assert rewrite_roots("ls /srv/checkouts/proj-70", repo_root="/srv/checkouts/proj-7") == (
+        "ls /srv/checkouts/proj-70")
+
+
+def test_foreign_roots_are_reported() -> None:
+    assert find_foreign_roots("cd /workspace/x && cat /repo/a") == ["/workspace/x", "/repo"]

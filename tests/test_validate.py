@@ -1,0 +1,94 @@
+"""Validate drops every run that breaks mini-swe-agent v1's format, naming the rule and turn."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline.config import Config, Limits
+from pipeline.context import Context
+from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
+from pipeline.episode import Episode, Meta, Step, Task, ToolCall
+from pipeline.stages.validate import Validate, check_messages, validate_messages
+from schemas.run import WORK, empty
+
+TASK = "Fix f."
+
+
+def converted(n: int = 2, submit: bool = True) -> Converted:
+    steps = [Step(f"step {i}", ToolCall("bash", {"command": f"echo {i}"}), f"{i}\n", 0) for i in range(n)]
+    if submit:
+        steps.append(Step("done", ToolCall("submit", {}), "diff --git a/f b/f\n", None))
+    return convert_episode(Episode(Task("i", "o__r", TASK, "swesmith", "python"),
+                                   Meta("Affine corpus", "bash", "m", "u", "qwen_json"), steps))
+
+
+def problems(conv: Converted, **over: Any) -> list[tuple[str, str]]:
+    kw: dict[str, Any] = dict(outputs=conv.outputs, returncodes=conv.returncodes, problem_statement=TASK,
+                              submitted=conv.submitted)
+    kw.update(over)
+    return check_messages(conv.messages, conv.commands, **kw)
+
+
+def test_converted_runs_are_valid() -> None:
+    assert problems(converted()) == []
+    assert problems(converted(submit=False)) == []
+    assert validate_messages(converted().messages, converted().commands) == []
+
+
+def mutate(conv: Converted, index: int, content: str) -> Converted:
+    c = copy.deepcopy(conv)
+    c.messages[index]["content"] = content
+    return c
+
+
+@pytest.mark.parametrize(("index", "content", "rule"), [
+    (0, "You are a bot.", "templates"),
+    (1, "Other task", "templates"),
+    (2, "THOUGHT: x\n\n```bash\necho 0\n```\n```bash\nls\n```", "action_count"),
+    (2, "THOUGHT: x, no block", "action_count"),
+    (2, "THOUGHT: x\n\n```bash\necho 9\n```", "action_mismatch"),
+    (2, "<tool_call>{\"name\": \"bash\"}</tool_call>\n\n```bash\necho 0\n```", "residue"),
+    (2, "THOUGHT: <function=bash>\n\n```bash\necho 0\n```", "residue"),
+    (3, "<returncode>0</returncode>\n<output>\nwrong\n</output>", "observation_shape"),
+    (3, "<returncode>0</returncode>\n<output>\n/workspace/x\n</output>", "foreign_root"),
+    (7, "not the patch", "submit"),
+])
+def test_each_rule_is_named_with_its_turn(index: int, content: str, rule: str) -> None:
+    found = problems(mutate(converted(), index, content))
+    assert found and found[0][0] == rule
+    if index >= 2:
+        assert f"turn {(index - 2) // 2}" in found[0][1]
+
+
+def test_roles_and_step_limit_and_early_sentinel() -> None:
+    conv = converted()
+    bad = copy.deepcopy(conv)
+    bad.messages[3]["role"] = "tool"
+    assert problems(bad)[0] == ("roles", "message 3: tool")
+    assert ("step_limit", "3 turns > 2") in problems(conv, step_limit=2)
+    early = copy.deepcopy(converted(submit=False))
+    early.outputs[0] = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"
+    early.messages[3]["content"] = "<returncode>0</returncode>\n<output>\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n</output>"
+    assert problems(early)[0] == ("observation_shape", "turn 0: output starts with the sentinel")
+    assert problems(conv, submitted=False)[0][0] == "submit"
+
+
+def test_stage_drops_with_rule_and_detail() -> None:
+    good, bad = converted(), mutate(converted(), 2, "THOUGHT: none")
+    rows = []
+    for uid, c in (("a", good), ("b", bad)):
+        rows.append({"source_uid": uid, "epoch": 84, "dataset": "mini-coder-affine-bash",
+                     "messages": c.messages, "commands": c.commands, "outputs": c.outputs,
+                     "returncodes": c.returncodes, "problem_statement": TASK, "submitted": c.submitted})
+    batch = pl.concat([empty(WORK), pl.DataFrame(rows)], how="diagonal_relaxed")
+    stage = Validate(Context(Config(limits=Limits(step_limit=250)), None, None))
+    out = stage(batch)
+    assert out.kept["source_uid"].to_list() == ["a"]
+    assert out.dropped.select("source_uid", "stage", "reason", "detail").rows() == [
+        ("b", "validate", "action_count", "turn 0: 0 bash blocks")]
+    assert out.counters["validate/action_count"] == 1
+    assert SUBMIT_COMMAND in out.kept["commands"][0].to_list()
