@@ -105,8 +105,9 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         units, refused = list_all_units(config)
         committed = state.committed_units()
         new = [u for u in units if u.state_key not in committed]
-        known = set((state.ledger() or empty(DROPS)).get_column("source_uid").to_list())
-        refused = refused.filter(~pl.col("source_uid").is_in(list(known)))
+        earlier = state.ledger()
+        if earlier is not None and refused.height:
+            refused = refused.filter(~pl.col("source_uid").is_in(earlier.get_column("source_uid")))
         summary.units_total, summary.units_new = len(units), len(new)
         chash = config.stage_hash()
         todo = [u for u in new if not state.cached(u.state_key, chash)]

@@ -26,11 +26,21 @@ def tree_bytes(root: Path) -> dict[str, str]:
     return out
 
 
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+         "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+
+
+def word(i: int) -> str:
+    """A number spelled in words: dedup masks digits, so runs must differ in letters."""
+    return "".join(WORDS[int(d)] for d in str(i))
+
+
 def distinct(i: int) -> dict:
     """A run with its own action stream (so trajectory dedup keeps it)."""
-    cmds = [(f"grep -rn 'symbol_{i}_{j}' /testbed/src/module_{i}.py", f"/testbed/src/module_{i}.py:{j}: symbol_{i}_{j}\n")
+    w = word(i)
+    cmds = [(f"grep -rn '{w}_{WORDS[j]}' /testbed/src/{w}.py", f"/testbed/src/{w}.py:{j}: {w}_{WORDS[j]}\n")
             for j in range(4)]
-    cmds.append((f"python -m pytest tests/test_case_{i}.py -q", f"{i} passed in 0.{i}s\n"))
+    cmds.append((f"python -m pytest tests/test_{w}.py -q", f"{i} passed in 0.{i}s\n"))
     return view_record(f"roll-{i}", instance_id=f"pallets__flask.a1b2c3d4.func_pm_op_swap__k{i}", commands=cmds)
 
 
