@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import polars as pl
+import pyarrow.parquet as pq
 
 from pipeline.config import Config
 from pipeline.executors import make_executor
@@ -65,14 +66,31 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     return unique, frame
 
 
+def signature_scheme(config: Config) -> str:
+    from pipeline.dedup.keys import SIGNATURE_SCHEME
+
+    return SIGNATURE_SCHEME.format(shingle=config.dedup.shingle) + f"/perm{config.dedup.num_perm}-seed{config.dedup.seed}"
+
+
 def held_runs(state: State, config: Config) -> pl.DataFrame:
-    """Dedup keys of every run already published or already in the catalog."""
+    """Dedup keys of every run already published or already in the catalog.
+
+    Stored signatures are reused only when they were made with today's signature scheme;
+    otherwise they are recomputed from the stored messages, so a library upgrade that changes
+    token hashing can never let an old duplicate back in."""
     from pipeline.dedup.keys import add_dedup_keys
 
+    scheme = signature_scheme(config)
     parts = []
-    pub = state.published(columns=["source_uid", "exact_hash", "minhash"])
-    if pub is not None and pub.height:
-        parts.append(pub)
+    for commit in state.commits():
+        path = state.root / "published" / f"{commit['seq']:06d}.parquet"
+        if not path.exists() or not pq.read_schema(path).names:
+            continue
+        if commit.get("signature_scheme") == scheme:
+            parts.append(pl.read_parquet(path, columns=["source_uid", "exact_hash", "minhash"]))
+        else:
+            old = pl.read_parquet(path, columns=["source_uid", "messages"])
+            parts.append(add_dedup_keys(old, config.dedup).select("source_uid", "exact_hash", "minhash"))
     if config.catalog:
         runs_dir = Path(config.catalog) / "runs"
         files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
@@ -83,6 +101,7 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
                 parts.append(keyed.select(
                     ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"),
                     "exact_hash", "minhash"))
+    parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8,
                                     "minhash": pl.List(pl.UInt32)})
@@ -178,6 +197,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     state.commit(state.next_seq(), [u.state_key for u in new], admitted_rows(), sorted_drops(ledger),
                  {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
+                  "signature_scheme": signature_scheme(config),
                   "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
 
 

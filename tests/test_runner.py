@@ -152,3 +152,22 @@ def test_one_run_per_workdir(tmp_path: Path) -> None:
     (tmp_path / ".lock").write_text("999999")
     with workdir_lock(tmp_path):
         assert (tmp_path / ".lock").read_text() != "999999"
+
+
+def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> None:
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    shards = add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
+    run_pipeline(config(corpus, work))
+    # pretend the store was written by an older release with other token hashing
+    commit = work / "state" / "commits" / "000000.json"
+    record = orjson.loads(commit.read_bytes())
+    record["signature_scheme"] = "an-older-scheme"
+    commit.write_bytes(orjson.dumps(record))
+    part = work / "state" / "published" / "000000.parquet"
+    stale = pl.read_parquet(part).with_columns(
+        pl.lit("stale").alias("exact_hash"),
+        pl.col("minhash").list.eval(pl.element() // 2 + 1).alias("minhash"))
+    stale.write_parquet(part)
+    add_epoch(corpus, 2, [[distinct(1) | {"rollout_id": "re-export"}]], keep=shards)
+    stats = run_pipeline(config(corpus, work)).stats
+    assert stats["drops"] == {"traj_dedup/exact": 1}
