@@ -102,12 +102,18 @@ def build_report(workdir: Path, epoch: int | None = None) -> dict[str, Any]:
     pub_by_epoch = dict(pub.drop_nulls("epoch").group_by("epoch").len().iter_rows()) if pub.height else {}
     stats_pub_epoch = stats.get("published", {}).get("by_epoch", {})
     epochs = sorted(set(drops["epoch"].drop_nulls().to_list()) | {int(e) for e in pub_by_epoch}
-                    | ({int(e) for e in stats_pub_epoch} if epoch is None else {epoch}))
+                    | ({int(e) for e in stats_pub_epoch if e.isdigit()} if epoch is None else {epoch}))
     by_epoch: dict[str, Any] = {}
     for e in epochs:
         # Without a run store the shards do not say which epoch a row came from; stats.json does.
         n_pub = int(pub_by_epoch[e]) if e in pub_by_epoch else int(stats_pub_epoch.get(str(e), 0))
         by_epoch[str(e)] = _funnel(drops.filter(pl.col("epoch") == e), n_pub)
+    if epoch is None:
+        # inputs without epochs (SWE-Lego files, community formats) get their own bucket
+        n_none = pub.filter(pl.col("epoch").is_null()).height if pub.height else int(stats_pub_epoch.get("none", 0))
+        none_drops = drops.filter(pl.col("epoch").is_null())
+        if n_none or none_drops.height:
+            by_epoch["none"] = _funnel(none_drops, n_none)
 
     totals = _funnel(drops, pub.height)
     reasons: dict[str, dict[str, int]] = {}
