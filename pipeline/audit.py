@@ -110,7 +110,7 @@ def build_report(workdir: Path, epoch: int | None = None) -> dict[str, Any]:
         by_epoch[str(e)] = _funnel(drops.filter(pl.col("epoch") == e), n_pub)
     if epoch is None:
         # inputs without epochs (SWE-Lego files, community formats) get their own bucket
-        n_none = pub.filter(pl.col("epoch").is_null()).height if pub.height else int(stats_pub_epoch.get("none", 0))
+        n_none = int(stats_pub_epoch.get("none", 0))  # stats.json: the shards carry no epoch
         none_drops = drops.filter(pl.col("epoch").is_null())
         if n_none or none_drops.height:
             by_epoch["none"] = _funnel(none_drops, n_none)
