@@ -58,6 +58,11 @@ def compute_stats(ingested: Counter[str], published: pl.DataFrame, drops: pl.Dat
     bad = {ds: {"ingested": n, "published": pub_ds.get(ds, 0), "dropped": drop_ds.get(ds, 0)}
            for ds, n in ing_dataset.items() if n != pub_ds.get(ds, 0) + drop_ds.get(ds, 0)}
     q_ds = q.filter(pl.col("dataset") != "").height
+    pub_ep, drop_ep, q_ep = _by(published, "epoch"), _by(d, "epoch"), _by(q, "epoch")
+    bad_epochs = {ep: {"ingested": ing_epoch.get(ep, 0), "published": pub_ep.get(ep, 0),
+                       "dropped": drop_ep.get(ep, 0), "quarantined": q_ep.get(ep, 0)}
+                  for ep in sorted(set(ing_epoch) | set(pub_ep) | set(drop_ep) | set(q_ep))
+                  if ing_epoch.get(ep, 0) != pub_ep.get(ep, 0) + drop_ep.get(ep, 0) + q_ep.get(ep, 0)}
     return {
         "ingested": {"total": total_in, "by_epoch": dict(sorted(ing_epoch.items())),
                      "by_dataset": dict(sorted(ing_dataset.items()))},
@@ -69,9 +74,9 @@ def compute_stats(ingested: Counter[str], published: pl.DataFrame, drops: pl.Dat
         "counters": dict(sorted(counters.items())),
         "benchmarks": {"checked": benchmarks_checked, "tables": sorted(benchmark_tables)},
         "invariant": {
-            "ok": ok_total and not bad and q_ds == 0,
+            "ok": ok_total and not bad and not bad_epochs and q_ds == 0,
             "ingested": total_in, "published": published.height, "dropped": d.height,
-            "quarantined": q.height, "datasets_off": bad,
+            "quarantined": q.height, "datasets_off": bad, "epochs_off": bad_epochs,
         },
     }
 
@@ -82,7 +87,7 @@ def check_invariant(stats: dict[str, Any]) -> None:
         raise InvariantError(
             f"accounting broken: ingested {inv['ingested']} != published {inv['published']} + "
             f"dropped {inv['dropped']} + quarantined {inv['quarantined']} "
-            f"(datasets off: {inv['datasets_off']}); nothing was published")
+            f"(datasets off: {inv['datasets_off']}, epochs off: {inv.get('epochs_off')}); nothing was published")
 
 
 def sorted_drops(drops: pl.DataFrame | None) -> pl.DataFrame:
