@@ -1,0 +1,194 @@
+"""Secret patterns for the scrub stage (issue 5): one entry per kind, in application order.
+
+Every pattern is written in the syntax shared by Python ``re`` and Rust ``regex`` (no lookaround, no
+backreferences), so the same text drives the cheap polars pre-filter (Rust, whole columns) and the
+exact Python redaction of the few strings that can hold a secret. The part to redact is the named
+group ``s``; text around it (``AWS_SECRET_ACCESS_KEY=``, ``https://user:``) is kept so the redacted
+text still reads naturally. Optional validators (Python only) reject look-alikes the regex alone
+cannot: placeholders (``changeme``, ``${TOKEN}``), values with no digits or too little entropy.
+
+Order matters: a PEM block is removed before its base64 body can look like anything else, specific
+vendor tokens come before the generic ``url_password``/``env_secret`` rules, and a value already
+replaced by ``<REDACTED:kind>`` can never match again (``<`` starts no value).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SECRET_KINDS: tuple[str, ...] = (
+    "github_token", "gitlab_token", "aws_access_key", "aws_secret_key", "gcp_api_key", "azure_key",
+    "hf_token", "openai_key", "anthropic_key", "slack_token", "stripe_key", "private_key", "jwt",
+    "url_password", "env_secret",
+)
+
+PLACEHOLDER = "<REDACTED:{kind}>"
+
+# Values that are obviously not secrets: documentation placeholders and shell/template references.
+_PLACEHOLDER_WORDS = re.compile(
+    r"(?i)^(?:x+|\*+|\.+|changeme|change_me|example|dummy|fake|test|testing|secret|password|passwd|"
+    r"token|none|null|true|false|undefined|your[_-].*|my[_-].*|<.*>|\{\{.*\}\}|\$.*|%.*%|\[.*\]|"
+    r"redacted|placeholder|xxx.*|\.\.\..*)$"
+)
+
+
+def _entropy(s: str) -> float:
+    counts = Counter(s)
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _real_value(value: str) -> bool:
+    """A generic assignment's value is a secret only if it is not a placeholder and looks random-ish."""
+    v = value.strip("'\"")
+    if len(v) < 8 or _PLACEHOLDER_WORDS.match(v):
+        return False
+    # Paths, file names and plain words (``/testbed/pass.txt``, ``settings``) are not credentials.
+    if v.startswith(("/", "./", "~")) or re.fullmatch(r"[a-z]+(?:[._-][a-z]+)*", v):
+        return False
+    return _entropy(v) >= 2.5
+
+
+def _not_hex_only(value: str) -> bool:
+    # AWS secret keys are base64 (mixed case); a 40-hex git SHA after ``aws_secret...=`` is not one.
+    return not re.fullmatch(r"[0-9a-f]{40}", value) and _entropy(value) >= 3.0
+
+
+def _mixed(value: str) -> bool:
+    """Random tokens mix cases or digits; lowercase identifiers (``hf_loaddatasetfrom...``) do not."""
+    body = value.split("_", 1)[-1]
+    return (any(c.isdigit() or c.isupper() for c in body) and any(c.islower() for c in body)
+            and _entropy(body) >= 3.0)
+
+
+@dataclass(frozen=True)
+class SecretPattern:
+    kind: str
+    regex: str  # shared Python/Rust syntax; group ``s`` is the secret
+    trigger: str  # a cheap Rust regex that every match of ``regex`` also matches (pre-filter)
+    validate: Callable[[str], bool] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.regex)
+
+
+_B = r"(?:^|[^A-Za-z0-9_\-])"
+_SECRET_NAMES = r"(?:API_?KEY|SECRET_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_?KEY|PRIVATE_?KEY|AUTH_?KEY)"  # left boundary without lookbehind (kept outside the redacted group)
+
+PATTERNS: tuple[SecretPattern, ...] = (
+    # PEM blocks first: complete blocks, then a header whose END was cut off (truncated output).
+    SecretPattern(
+        "private_key",
+        r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
+        r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)",
+        r"PRIVATE KEY",
+    ),
+    SecretPattern(
+        "private_key",
+        r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
+        r"PRIVATE KEY",
+    ),
+    SecretPattern("anthropic_key", _B + r"(?P<s>sk-ant-(?:api|admin|sid)[0-9]{2}-[A-Za-z0-9_\-]{32,})", r"\bsk-ant-"),
+    SecretPattern(
+        "openai_key",
+        _B + r"(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"
+        r"|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}|sk-[A-Za-z0-9]{48})(?:[^A-Za-z0-9_\-]|$)",
+        r"\bsk-",
+    ),
+    SecretPattern(
+        "github_token",
+        r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        r"gh[pousr]_|github_pat_",
+    ),
+    SecretPattern("gitlab_token", r"(?P<s>gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,})", r"gl[a-z]{1,3}t-"),
+    SecretPattern(
+        "aws_access_key", _B + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)",
+        r"A(?:KIA|SIA|BIA|CCA|3T)",
+    ),
+    SecretPattern(
+        "aws_secret_key",
+        r"(?i:aws_?secret(?:_?access)?_?key|aws_?secret)[\"']?\s*[:=]\s*[\"']?(?P<s>[A-Za-z0-9/+]{40})"
+        r"(?:[^A-Za-z0-9/+]|$)",
+        r"(?i:aws_?secret)",
+        _not_hex_only,
+    ),
+    SecretPattern("gcp_api_key", r"(?P<s>AIza[0-9A-Za-z_\-]{35})", r"AIza"),
+    SecretPattern(
+        "azure_key",
+        r"(?:AccountKey=|SharedAccessKey=)(?P<s>[A-Za-z0-9+/]{43,86}={0,2})"
+        r"|" + _B + r"(?P<s2>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})"
+        r"|(?i:azure[a-z_]*(?:key|secret))[\"']?\s*[:=]\s*[\"']?(?P<s3>[A-Za-z0-9+/=_~.\-]{32,})",
+        r"AccountKey=|SharedAccessKey=|[0-9]Q~|(?i:azure[a-z_]*(?:key|secret))",
+    ),
+    SecretPattern("hf_token", _B + r"(?P<s>hf_[A-Za-z0-9]{34,40})(?:[^A-Za-z0-9_]|$)", r"\bhf_", _mixed),
+    SecretPattern(
+        "slack_token",
+        r"(?P<s>xox[abposr]-[A-Za-z0-9\-]{10,}|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+        r"xox[abposr]-|hooks\.slack\.com",
+    ),
+    SecretPattern("stripe_key", r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})", r"[sr]k_(?:live|test)_"),
+    SecretPattern(
+        "jwt",
+        r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})",
+        r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ",
+    ),
+    # scheme://user:password@host — the password must not start like a reference (${X}, $X, <...>).
+    SecretPattern(
+        "url_password",
+        r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>]+:(?P<s>[^\s@/\"'<>$%{][^\s@/\"'<>]*)@[A-Za-z0-9.\-\[]",
+        r"://[^\s:/@\"'<>]+:[^\s@/\"'<>]+@",
+        lambda v: not _PLACEHOLDER_WORDS.match(v),
+    ),
+    # .env / shell assignments of secret-named variables: NAME=value (no spaces around '=', which keeps
+    # Python source such as ``SECRET_KEY = "..."`` in a repository's settings out of it).
+    SecretPattern(
+        "env_secret",
+        r"(?:^|[\s;&|(\"'])(?:export\s+)?(?:[A-Z0-9]+_)*" + _SECRET_NAMES + r"=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
+        _SECRET_NAMES + "=",
+        _real_value,
+    ),
+)
+
+# One Rust regex that every secret-bearing string matches: the polars pre-filter.
+TRIGGER: str = "|".join(f"(?:{p.trigger})" for p in PATTERNS)
+
+_COMPILED: tuple[tuple[SecretPattern, re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (p, p.compiled(), re.compile(p.trigger)) for p in PATTERNS
+)
+
+
+def find_secrets(text: str) -> list[tuple[str, str]]:
+    """Every (kind, secret value) in ``text``, in pattern order; values validated, deduplicated."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    work = text
+    for pat, rx, trig in _COMPILED:
+        if not trig.search(work):
+            continue
+        new: list[tuple[str, str]] = []
+        for m in rx.finditer(work):
+            value = next((g for g in (m.groupdict().get(k) for k in ("s", "s2", "s3")) if g), None)
+            if not value or value in seen or (pat.validate is not None and not pat.validate(value)):
+                continue
+            seen.add(value)
+            new.append((pat.kind, value))
+        # Hide what this pattern found so later (generic) patterns cannot count it a second time.
+        for kind, value in new:
+            work = work.replace(value, PLACEHOLDER.format(kind=kind))
+        found.extend(new)
+    return found
+
+
+def redact(text: str, secrets: list[tuple[str, str]]) -> str:
+    """Replace every occurrence of each known secret value by its typed placeholder.
+
+    Longest values first so a secret that contains another (a URL holding a token) is replaced whole.
+    """
+    for kind, value in sorted(secrets, key=lambda kv: -len(kv[1])):
+        if value in text:
+            text = text.replace(value, PLACEHOLDER.format(kind=kind))
+    return text

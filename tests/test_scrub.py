@@ -1,0 +1,165 @@
+"""Scrub stage: every secret kind is redacted everywhere in a run; look-alikes are left alone."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.config import Config
+from pipeline.context import Context
+from pipeline.secrets import SECRET_KINDS, find_secrets
+from pipeline.stages.scrub import Scrub
+from schemas.run import WORK, polars_schema
+
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+
+
+def work_row(commands: list[str], outputs: list[str] | None = None, **fields: object) -> dict[str, object]:
+    """One WORK-schema row whose messages are rendered from the commands and outputs."""
+    outputs = outputs if outputs is not None else [""] * len(commands)
+    statement = str(fields.pop("problem_statement", "Fix the bug."))
+    messages = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": f"<pr_description>\n{statement}\n</pr_description>"}]
+    for c, o in zip(commands, outputs, strict=True):
+        messages.append({"role": "assistant", "content": f"THOUGHT: next step.\n\n```bash\n{c}\n```"})
+        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{o}</output>"})
+    row: dict[str, object] = {name: None for name in WORK.names}
+    row.update(
+        instance_id="acme__widget-1", messages=messages, family="pr", repo="acme__widget", language="python",
+        verified=False, resolved="unknown", patch="", model="m", harness="bash", id_kind="pool",
+        upstream_id="acme__widget-1", affine_source="swesmith", origin="Affine corpus",
+        source_uid="file:///c/x.jsonl.gz#L1", submitted=True, affine_fold_group="", epoch=1, dialect="bash",
+        dataset="mini-coder-affine-bash", base_commit="", problem_statement=statement, commands=commands,
+        outputs=outputs, returncodes=[0] * len(commands), raw_bytes=100,
+    )
+    row.update(fields)
+    return row
+
+
+def work_frame(rows: list[dict[str, object]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=polars_schema(WORK))
+
+
+def ctx(benchmarks: pl.DataFrame | None = None) -> Context:
+    return Context(config=Config(), benchmarks=benchmarks, catalog_tasks=None)
+
+
+def all_text(df: pl.DataFrame) -> str:
+    parts: list[str] = []
+    for r in df.iter_rows(named=True):
+        parts += r["commands"] + r["outputs"] + [m["content"] for m in r["messages"]]
+    return "\n".join(parts)
+
+
+# (kind, text holding the secret, the secret value)
+GH = "ghp_" + "R7xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0i"
+PEM_BODY = "MIIEpAIBAAKCAQEA7bq9xk2Q" + "pL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7x" * 3
+CASES: list[tuple[str, str, str]] = [
+    ("github_token", f"git remote set-url origin https://x-access-token:{GH}@github.com/a/b", GH),
+    ("github_token", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD"),
+    ("gitlab_token", "PRIVATE-TOKEN: glpat-Ab3dE5gH7jK9mN1pQ3sT", "glpat-Ab3dE5gH7jK9mN1pQ3sT"),
+    ("aws_access_key", "aws_access_key_id = AKIAZ7Q3XK2LMN4PQR5S", "AKIAZ7Q3XK2LMN4PQR5S"),
+    ("aws_secret_key", "aws_secret_access_key = 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",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"),
+    ("gcp_api_key", 'key = "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s"', "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s"),
+    ("azure_key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmFy==;",
+     "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmFy=="),
+    ("hf_token", "HfFolder.save_token('hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo')", "hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo"),
+    ("openai_key", "client = OpenAI(api_key='sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt')",
+     "sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt"),
+    ("anthropic_key", "x-api-key: sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA",
+     "sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA"),
+    ("slack_token", "SLACK=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv",
+     "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv"),
+    ("stripe_key", "stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("private_key", f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n", PEM_BODY),
+    ("private_key", f"cat key.pem\n-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY}", PEM_BODY),
+    ("jwt", "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    ("url_password", "pip install --index-url https://deploy:S3cr3tPassw0rd@pypi.internal.example/simple pkg",
+     "S3cr3tPassw0rd"),
+    ("env_secret", "DATABASE_PASSWORD=q8Zr2LmX7vTp\nDEBUG=1", "q8Zr2LmX7vTp"),
+    ("env_secret", "export OPENWEATHER_API_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0 && python app.py",
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("env_secret", "MY_SERVICE_TOKEN='Zx81Lq0Pw7Nv' ./deploy.sh", "Zx81Lq0Pw7Nv"),
+    ("env_secret", "APP_SECRET_KEY=yGzu4iuccZIJLvMADs4T", "yGzu4iuccZIJLvMADs4T"),
+    ("hf_token", "HF_TOKEN=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", "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"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CASES)])
+def test_each_kind_is_redacted_in_command_output_and_messages(kind: str, text: str, secret: str) -> None:
+    batch = work_frame([work_row([f"cat notes.txt  # {text}", SUBMIT], [text, ""])])
+    out = Scrub(ctx())(batch)
+    assert out.dropped.height == 0 and out.kept.height == 1
+    published = all_text(out.kept)
+    assert secret not in published
+    assert f"<REDACTED:{kind}>" in published
+    assert out.counters[f"scrub/{kind}"] == 1
+    assert sum(out.counters.values()) == 1, out.counters
+
+
+def test_every_kind_has_a_case() -> None:
+    assert {k for k, _, _ in CASES} == set(SECRET_KINDS)
+
+
+LOOKALIKES: list[str] = [
+    "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",  # git SHA
+    "run id 123e4567-e89b-12d3-a456-426614174000",  # UUID
+    'FIXTURE = "aGVsbG8gd29ybGQgdGhpcyBpcyBhIGJhc2U2NCB0ZXN0IGZpeHR1cmUgc3RyaW5n"',  # base64 fixture
+    "token: <REDACTED:github_token>",  # our own placeholder
+    "git clone https://github.com/psf/requests.git",
+    "ssh://git@github.com:22/owner/repo.git and http://localhost:8000/api",
+    "PASSWORD=changeme",
+    "API_KEY=${API_KEY}",
+    "export GITHUB_TOKEN=$GITHUB_TOKEN",
+    "SECRET_KEY=your-secret-key-here",
+    'SECRET_KEY = "django-insecure-test-key"',  # Python source, not an env assignment
+    "https://user:${PASSWORD}@host.example/x",
+    "PWD=/testbed/src OLDPWD=/testbed",
+    "def hf_hub_download_with_retries_and_backoff_strategy(): pass",
+    "use the task-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",
+    "AKIAIOSFODNN7EXAMPLEXYZ123 is too long to be an access key id",
+    "TOKEN=short1",
+]
+
+
+@pytest.mark.parametrize("text", LOOKALIKES)
+def test_lookalikes_are_not_redacted(text: str) -> None:
+    assert find_secrets(text) == []
+    batch = work_frame([work_row([f"cat f.txt  # {text}"], [text])])
+    out = Scrub(ctx())(batch)
+    assert out.kept.equals(batch)
+    assert not out.counters
+
+
+def test_secret_seen_only_in_assignment_is_redacted_where_it_is_echoed() -> None:
+    """``export X_TOKEN=v`` identifies v; the later bare ``echo`` output must be redacted too."""
+    cmds = ["export DEPLOY_TOKEN=Qm9xR2lsbHlfc3RyaW5n", "echo $DEPLOY_TOKEN"]
+    outs = ["", "Qm9xR2lsbHlfc3RyaW5n\n"]
+    out = Scrub(ctx())(work_frame([work_row(cmds, outs)]))
+    row = out.kept.row(0, named=True)
+    assert row["outputs"][1] == "<REDACTED:env_secret>\n"
+    assert row["commands"][0] == "export DEPLOY_TOKEN=<REDACTED:env_secret>"
+    assert "Qm9xR2lsbHlfc3RyaW5n" not in all_text(out.kept)
+    assert out.counters == {"scrub/env_secret": 1}
+
+
+def test_batch_order_and_clean_rows_are_preserved() -> None:
+    rows = [work_row(["ls"], ["a.py\n"], source_uid=f"u{i}") for i in range(5)]
+    rows[2] = work_row([f"echo {GH}"], [GH + "\n"], source_uid="u2")
+    batch = work_frame(rows)
+    out = Scrub(ctx())(batch)
+    assert out.kept["source_uid"].to_list() == [f"u{i}" for i in range(5)]
+    assert out.kept.filter(pl.col("source_uid") != "u2").equals(batch.filter(pl.col("source_uid") != "u2"))
+    assert out.kept.row(2, named=True)["commands"] == ["echo <REDACTED:github_token>"]
+    assert out.kept.schema == batch.schema
+    assert out.counters == {"scrub/github_token": 1}
+
+
+def test_empty_batch() -> None:
+    batch = work_frame([])
+    out = Scrub(ctx())(batch)
+    assert out.kept.height == 0 and out.dropped.height == 0
