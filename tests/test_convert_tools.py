@@ -196,9 +196,185 @@ def test_sweagent_window_commands(tmp_path: Path) -> None:
         assert sh(cmd, tmp_path) == (rc, out)
     assert f.read_text() == "print(1)\nprint(2)\n"
     assert conv.outputs[3] == "2:print(2)\n"
+
+
+def window(path: Path | str, lines: list[str], first: int = 1, total: int | None = None) -> str:
+    """SWE-agent's window text for ``lines`` starting at line ``first``."""
+    total = total if total is not None else first - 1 + len(lines)
+    above = f"({first - 1} more lines above)\n" if first > 1 else ""
+    last = first + len(lines) - 1
+    below = f"({total - last} more lines below)\n" if last < total else ""
+    body = "".join(f"{first + i}:{ln}\n" for i, ln in enumerate(lines))
+    return f"[File: {path} ({total} lines total)]\n{above}{body}{below}"
+
+
+REPLACED = ("Text replaced. Please review the changes and make sure they are correct:\n\n"
+            "1. The edited file is correctly indented\n2. The edited file does not contain duplicate lines\n"
+            "3. The edit does not break existing functionality\n\nEdit the file again if necessary.\n")
+
+
+@pytest.mark.parametrize(("name", "text", "structured"), [
+    ("find_file", {"args": '"m.py" src'}, {"file_name": "m.py", "dir": "src"}),
+    ("search_dir", {"args": "TODO src"}, {"search_term": "TODO", "dir": "src"}),
+    ("search_file", {"args": "x m.py"}, {"search_term": "x", "file": "m.py"}),
+    ("open", {"args": "m.py 3"}, {"path": "m.py", "line_number": 3}),
+    ("goto", {"args": "3"}, {"line_number": "3"}),
+    ("scroll_down", {"args": ""}, {}),
+    ("create", {"args": "m.py"}, {"filename": "m.py"}),
+    ("edit", {"args": "1:2", "body": "a\nb"}, {"start_line": 1, "end_line": 2, "replacement_text": "a\nb"}),
+])
+def test_sweagent_tools_convert_the_same_in_text_and_structured_shape(
+        name: str, text: dict[str, Any], structured: dict[str, Any]) -> None:
+    obs = {"find_file": 'Found 1 matches for "m.py" in /testbed/src:\n/testbed/src/m.py\n',
+           "search_dir": 'Found 2 matches for "TODO" in /testbed/src:\n/testbed/src/m.py (2 matches)\n'
+                         'End of matches for "TODO" in /testbed/src\n',
+           "search_file": 'Found 1 matches for "x" in /testbed/m.py:\nLine 2:x = 1\nEnd of matches\n'}.get(
+        name, window("/testbed/m.py", ["a", "b", "c"]))
+    a = one(call(name, obs, args=text["args"], body=text.get("body", "")))
+    b = one(call(name, obs, **structured))
+    assert (a[0], a[1], a[2]) == (b[0], b[1], b[2])
+
+
+def test_sweagent_1x_function_calls_replay_on_the_file(tmp_path: Path) -> None:
+    """find_file → open → edit(search, replace) → insert, as SWE-agent 1.x records them: the
+    output has lost its final newline (restored: the printer prints it)."""
+    f = tmp_path / "tests" / "m.py"
+    f.parent.mkdir()
+    f.write_text("def f()\n    return 1\n\n")
+    conv = convert_episode(episode(
+        call("find_file", f'Found 1 matches for "m.py" in {tmp_path}:\n{f}', file_name="m.py", dir=str(tmp_path)),
+        call("open", window("tests/m.py", ["def f()", "    return 1", ""]).rstrip("\n"), path="tests/m.py"),
+        call("edit", REPLACED + window(f, ["def f():", "    return 1", ""]).rstrip("\n"),
+             search="def f()", replace="def f():"),
+        call("edit", "Your edit was not applied (file not modified): Text 'zzz' not found in displayed lines "
+                     "(or anywhere in the file).\n", search="zzz", replace="y"),
+        call("insert", window(f, ["def f():", "    return 1", "", "g = f()"]), text="g = f()\n"),
+    ))
+    assert conv.commands[0] == f"find '{tmp_path}' -type f -name 'm.py'"
+    assert conv.outputs[0] == f"{f}\n"
+    assert conv.returncodes == [0, 0, 0, 1, 0]
+    assert conv.counters["convert/sweagent_newline_restored"] == 2
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        assert sh(cmd, tmp_path) == (rc, out)
+    assert f.read_text() == "def f():\n    return 1\n\ng = f()"
+
+
+def test_sweagent_search_edit_replaces_only_inside_the_displayed_lines(tmp_path: Path) -> None:
+    f = tmp_path / "w.py"
+    f.write_text("x = 1\ny = 2\nx = 1\n")
+    conv = convert_episode(episode(
+        call("goto", window(f, ["x = 1"], first=3, total=3), line_number=3),
+        call("edit", REPLACED + window(f, ["x = 9"], first=3, total=3), search="x = 1", replace="x = 9"),
+    ))
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        assert sh(cmd, tmp_path) == (rc, out)
+    assert f.read_text() == "x = 1\ny = 2\nx = 9\n"
+
+
+LINT = ("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your "
+        "edit commmand.\n\nERRORS:\n- {code}\n\nThis is how your edit would have looked if applied\n"
+        "-------------------------------------------------\n{after}"
+        "-------------------------------------------------\n\nThis is the original code before your edit\n"
+        "-------------------------------------------------\n{before}"
+        "-------------------------------------------------\nYour changes have NOT been applied. Please fix your "
+        "edit command and try again.\n")
+
+
+def test_lint_rejected_edit_replays_as_a_failing_syntax_checked_edit(tmp_path: Path) -> None:
+    """E999: the command applies the edit in memory, fails to compile it, prints exactly the
+    recorded rejection, exits 1 and leaves the file as it was."""
+    f = tmp_path / "t.py"
+    f.write_text("def g():\n    return 1\n")
+    obs = LINT.format(code="E999 IndentationError: unexpected indent",
+                      after=window(f, ["def g():", "return 2"]), before=window(f, ["def g():", "    return 1"]))
+    conv = convert_episode(episode(call("edit", obs, args="2:2", body="return 2"),
+                                   call("edit", window(f, ["def g():", "    return 2"]), args="2:2",
+                                        body="    return 2")))
+    assert (conv.outputs[0], conv.returncodes[0]) == (obs, 1)
+    assert "compile(text, path, 'exec')" in conv.commands[0]
+    assert conv.counters["convert/sweagent_edit_rejected_replayed"] == 1
+    assert sh(conv.commands[0], tmp_path) == (1, obs)
+    assert f.read_text() == "def g():\n    return 1\n"
+    assert sh(conv.commands[1], tmp_path) == (0, conv.outputs[1])
+    assert f.read_text() == "def g():\n    return 2\n"
+
+
+def test_lint_rejection_without_a_compile_error_removes_only_that_turn() -> None:
+    obs = LINT.format(code="F821 undefined name 'h'", after=window("/testbed/t.py", ["h()"]),
+                      before=window("/testbed/t.py", ["g()"]))
+    conv = convert_episode(episode(call("edit", obs, thought="Call h", args="1:1", body="h()"),
+                                   call("bash", "ok\n", 0, thought="Run it", command="python t.py")))
+    assert conv.commands == ["python t.py"]
+    assert conv.messages[2]["content"] == "THOUGHT: Call h\n\nRun it\n\n```bash\npython t.py\n```"
+    assert conv.counters["convert/sweagent_edit_rejected_removed"] == 1
+    assert conv.counters["convert/todo_removed"] == 0
+
+
+def test_sweagent_search_overflow_is_a_counted_drop() -> None:
     with pytest.raises(ConvertError) as err:
-        one(call("edit", "Your proposed edit has introduced new syntax error(s).", args="1:1", body="x"))
-    assert err.value.reason == "sweagent_edit_rejected"
+        one(call("search_dir", 'More than 100 files matched for "x" in /testbed. Please narrow your search.\n',
+                 search_term="x"))
+    assert err.value.reason == "sweagent_search_overflow"
+
+
+def test_hermes_and_kimi_style_file_tools(tmp_path: Path) -> None:
+    """read_file (numbered), write_file, patch, todo and memory, as the hermes_agent harness calls them."""
+    f = tmp_path / "h.py"
+    f.write_text("a = 1\nb = 2\n")
+    conv = convert_episode(episode(
+        call("read_file", "     1\ta = 1\n     2\tb = 2\n", thought="Read", path=str(f)),
+        call("todo", "Todo list updated (2 items)", thought="Plan", todos=[{"content": "fix"}]),
+        call("patch", f"Patched {f}: 1 replacement", thought="Fix", path=str(f), old_string="b = 2",
+             new_string="b = 3"),
+        call("memory", "Memory saved.", thought="Note", action="add", content="b lives in h.py"),
+        call("write_file", f"Wrote 6 bytes to {tmp_path}/n.py", path=f"{tmp_path}/n.py", content="n = 1\n"),
+        call("read_file", "     2\tb = 3\n", path=str(f), offset=2, limit=1),
+    ))
+    assert conv.commands[0] == f"cat -n '{f}'"
+    assert conv.commands[3] == f"cat -n '{f}' | sed -n '2,2p'"
+    assert conv.messages[4]["content"].startswith("THOUGHT: Plan\n\nFix\n\n```bash\npython3 - <<'EOF'")
+    assert conv.counters["convert/todo_removed"] == 2
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        assert sh(cmd, tmp_path) == (rc, out)
+    assert f.read_text() == "a = 1\nb = 3\n" and (tmp_path / "n.py").read_text() == "n = 1\n"
+
+
+def test_view_list_search_and_apply_patch_aliases(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    f = tmp_path / "pkg" / "m.py"
+    f.write_text("x = 1\n")
+    diff = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    conv = convert_episode(episode(
+        call("view", f"Here's the result of running `cat -n` on {f}:\n     1\tx = 1\n", path=str(f)),
+        call("list_dir", "m.py\n", path=str(tmp_path / "pkg")),
+        call("grep", f"{f}:1:x = 1\n", pattern="x =", path=str(tmp_path)),
+        call("search", f'Found 1 matches for "x" in {tmp_path}:\n{f} (1 matches)\nEnd of matches\n',
+             search_term="x", path=str(tmp_path)),
+        call("apply_patch", "Done!", patch=diff),
+        call("grep", "No matches found", pattern="x = 1", path=str(tmp_path)),
+    ))
+    assert conv.commands[1] == f"ls -1p '{tmp_path}/pkg'"
+    assert conv.commands[4].startswith("git apply <<'EOF' && printf '%s' 'Done!'\ndiff --git")
+    assert conv.returncodes == [0, 0, 0, 0, 0, 1]
+    assert conv.outputs[3] == f"{f}:1\n"
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        assert sh(cmd, tmp_path) == (rc, out)
+    assert f.read_text() == "x = 2\n"
+
+
+@pytest.mark.parametrize(("name", "args", "obs", "reason"), [
+    ("apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"}, "Done!",
+     "apply_patch_format"),
+    ("list_dir", {"path": "/testbed"}, "b.py\na.py\n", "unverifiable_listing"),
+    ("grep", {"pattern": "x"}, "Found matches in 2 files", "unverifiable_search"),
+    ("mcp__browser__navigate", {"url": "https://x"}, "ok", "unknown_tool"),
+])
+def test_alias_outputs_no_command_would_print_are_counted_drops(name: str, args: dict[str, Any], obs: str,
+                                                                reason: str) -> None:
+    with pytest.raises(ConvertError) as err:
+        one(call(name, obs, **args))
+    assert err.value.reason == reason
 
 
 # ------------------------------------------------------------------ turn rules

@@ -147,7 +147,7 @@ def test_sweagent_function_calling_history(samples: Path) -> None:
         ToolCall("submit", {}, "call_6zuFhIfpOAi1jAiD2QHMmh6S"),
     ]
     # the window footer "(Open file: …)(Current directory: …)bash-$" is SWE-agent's, not output
-    assert ep.steps[0].observation == ('Found 1 matches for "missing_colon.py" in /SWE-agent__test-repo:\r\n'
+    assert ep.steps[0].observation == ('Found 1 matches for "missing_colon.py" in /SWE-agent__test-repo:\n'
                                        "/SWE-agent__test-repo/tests/missing_colon.py")
     assert ep.steps[3].observation == "8.2"
     assert ep.steps[0].thought.startswith("The `SyntaxError` in `missing_colon.py` is likely due to a missing colon")
@@ -163,7 +163,7 @@ def test_sweagent_1x_swesmith_run(samples: Path) -> None:
     s0, s1 = ep.steps[:2]
     assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" '
                                                    '| grep -E "sql|arrow" | sort'}, "toolu_01Crr48ue2quNQaMjWM77nUH")
-    assert s0.observation.startswith("/testbed/asv_bench/benchmarks/io/sql.py\r\n")  # OBSERVATION: prefix gone
+    assert s0.observation.startswith("/testbed/asv_bench/benchmarks/io/sql.py\n")  # OBSERVATION: prefix gone
     assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pandas/io/sql.py"},
                                "toolu_01Xq8TJG1DyGFqpkt8RBRSTw")
     assert s1.observation.startswith("<NOTE>This file is too large to display entirely.")
@@ -184,11 +184,11 @@ def test_swesmith_xml_row_pandas(samples: Path) -> None:
     assert s0.thought.startswith("I'll help you implement the necessary changes to fix the issue described")
     assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | '
                                                    'grep -v "test_" | head -20'})
-    assert s0.observation.startswith("/testbed/scripts/pandas_errors_documented.py\r\n")
+    assert s0.observation.startswith("/testbed/scripts/pandas_errors_documented.py\n")
     assert s1.thought == "Let's look at the specific file mentioned in the PR description:"
     assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pandas/core/indexes/base.py",
                                                       "view_range": [6035, 6050]})
-    assert s1.observation.startswith("Here's the result of running `cat -n` on /testbed/pandas/core/indexes/base.py:\r\n  6035")
+    assert s1.observation.startswith("Here's the result of running `cat -n` on /testbed/pandas/core/indexes/base.py:\n  6035")
     edit = ep.steps[28].call
     assert isinstance(edit, ToolCall) and edit.args["command"] == "str_replace"
     # SWE-smith wraps multi-line values in one newline each side; the values are unwrapped
@@ -203,7 +203,7 @@ def test_swesmith_xml_row_pydantic(samples: Path) -> None:
     assert ep.task.problem_statement.startswith("`to_snake` alias generator bug -- great first issue\n")
     s0, s1, s2 = ep.steps[:3]
     assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -i alias'})
-    assert s0.observation.startswith("/testbed/pydantic/alias_generators.py\r\n/testbed/pydantic/aliases.py\r\n")
+    assert s0.observation.startswith("/testbed/pydantic/alias_generators.py\n/testbed/pydantic/aliases.py\n")
     assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pydantic/alias_generators.py"})
     assert isinstance(s2.call, ToolCall) and s2.call.args["command"] == "create"
     assert s2.call.args["path"] == "/testbed/reproduce_error.py"
@@ -214,7 +214,7 @@ def test_swesmith_xml_row_pydantic(samples: Path) -> None:
 
 def test_swesmith_moto_row_observation_prefix(samples: Path) -> None:
     ep = episode(samples, "swesmith-ft-xml-example.jsonl", 1)
-    assert ep.steps[0].observation.startswith("/testbed/docs/conf.py\r\n/testbed/moto/__init__.py")
+    assert ep.steps[0].observation.startswith("/testbed/docs/conf.py\n/testbed/moto/__init__.py")
 
 
 # --------------------------------------------------------------------------- OpenHands
@@ -236,3 +236,16 @@ def test_openhands_event_stream(samples: Path) -> None:
     assert create.observation == "File created successfully at: /workspace/game_2048.py"
     assert finish.call == ToolCall("finish", {}, "toolu_01BUKu3B7nY574atNECkBiFk")
     assert finish.thought.startswith("I've created a simple implementation of the 2048 game")
+
+
+def test_pty_newlines_are_restored_only_where_every_line_feed_follows_a_cr() -> None:
+    from pipeline.episode import Meta, Step, Task
+    from pipeline.parsers.common import restore_pty_newlines
+
+    obs = ["a\r\nb\r\n", "own crlf\r\r\nnext\r\n", "mixed\r\nbare\n", "one line", "progress\rdone\r\n"]
+    ep = Episode(Task("i", "r", "t", "p", "python"), Meta("o", "h", "m", "u", "d"),
+                 [Step("", Bash("x"), o) for o in obs])
+    restore_pty_newlines(ep)
+    assert [s.observation for s in ep.steps] == [
+        "a\nb\n", "own crlf\r\nnext\n", "mixed\r\nbare\n", "one line", "progress\rdone\n"]
+    assert ep.counters["parse/pty_newlines_restored"] == 3

@@ -102,7 +102,8 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
             carry += [t for t in (thought, action.text.strip()) if t]
             continue
         if action.kind == "remove":
-            counters["convert/todo_removed"] += 1
+            if not action.text:  # removals with their own counter were counted where they happened
+                counters["convert/todo_removed"] += 1
             carry += [thought] if thought else []
             continue
         if action.kind == "submit":

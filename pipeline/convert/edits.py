@@ -133,7 +133,8 @@ def _fail_branch(fail_message: str | None, default_expr: str, indent: str = "   
 
 
 def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: str,
-                    fail_message: str | None = None) -> str:
+                    fail_message: str | None = None, then: str | None = None,
+                    reject_message: str | None = None) -> str:
     """Replace exact text in ``path``: ``edits`` are (old, new, replace_all), applied in order.
 
     Each old text must occur exactly once (at least once with replace_all), else the script
@@ -160,8 +161,8 @@ def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: s
             "f'No replacement was performed: old_str of edit {i} occurs {n} times in {path}, expected exactly once.'",
             indent="        ")
         script += "    text = text.replace(old, new) if replace_all else text.replace(old, new, 1)\n"
-    script += _write() + _print_lit(ok_message)
-    return python_heredoc(script.rstrip("\n"))
+    script += _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
+    return python_heredoc(script.rstrip("\n"), then)
 
 
 def insert_command(path: str, insert_line: int, new: str, ok_message: str,
@@ -176,15 +177,57 @@ def insert_command(path: str, insert_line: int, new: str, ok_message: str,
     return python_heredoc(script.rstrip("\n"))
 
 
+def _syntax_gate(reject_message: str | None) -> str:
+    """SWE-agent lints a ``.py`` edit and restores the file when it no longer compiles: the
+    candidate text is compiled first and, when it fails, the recorded rejection is printed."""
+    if reject_message is None:
+        return ""
+    return ("try:\n    compile(text, path, 'exec')\nexcept (SyntaxError, ValueError):\n"
+            + _fail_branch(reject_message, "''"))
+
+
 def line_edit_command(path: str, start: int, end: int, new: str, ok_message: str,
-                      fail_message: str | None = None, then: str | None = None) -> str:
-    """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``)."""
+                      fail_message: str | None = None, then: str | None = None,
+                      reject_message: str | None = None) -> str:
+    """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``).
+
+    ``reject_message``: the edit is syntax-checked before writing (see :func:`_syntax_gate`).
+    """
     script = f"import sys\npath = {py_str(path)}\nnew = {py_str(new)}\n"
     script += _read("path") + "lines = text.split('\\n')\n"
     script += f"if not 1 <= {int(start)} <= max(len(lines), 1):\n" + _fail_branch(
         fail_message, f"f'Invalid edit range {int(start)}:{int(end)}: the file has {{len(lines)}} lines.'")
     script += f"lines[{int(start) - 1}:{int(end)}] = new.split('\\n')\n"
-    script += "text = '\\n'.join(lines)\n" + _write() + _print_lit(ok_message)
+    script += "text = '\\n'.join(lines)\n" + _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
+    return python_heredoc(script.rstrip("\n"), then)
+
+
+def window_replace_command(path: str, first: int, last: int, old: str, new: str, ok_message: str,
+                           fail_message: str | None = None, then: str | None = None,
+                           reject_message: str | None = None) -> str:
+    """SWE-agent 1.x ``edit(search, replace)``: replace the one occurrence of ``old`` inside the
+    displayed lines ``first``..``last`` (1-based); none or several there: fail, file untouched."""
+    script = (f"import sys\npath = {py_str(path)}\nold = {py_str(old)}\nnew = {py_str(new)}\n"
+              + _read("path") + "lines = text.split('\\n')\n"
+              f"lo = sum(len(line) + 1 for line in lines[:{int(first) - 1}])\n"
+              f"hi = lo + len('\\n'.join(lines[{int(first) - 1}:{int(last)}]))\n"
+              "if not old or text.count(old, lo, hi) != 1:\n")
+    script += _fail_branch(fail_message, f"f'Text {{old!r}} not found once in lines {int(first)}-{int(last)}.'")
+    script += "i = text.find(old, lo, hi)\ntext = text[:i] + new + text[i + len(old):]\n"
+    script += _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
+    return python_heredoc(script.rstrip("\n"), then)
+
+
+def window_insert_command(path: str, line: int | None, new: str, ok_message: str,
+                          then: str | None = None) -> str:
+    """SWE-agent 1.x ``insert(text, line)``: after line ``line`` (None: at the end), one trailing
+    newline of the text dropped, as its WindowedFile.insert does."""
+    script = f"path = {py_str(path)}\nnew = {py_str(new.removesuffix(chr(10)))}\n" + _read("path")
+    if line is None:
+        script += "text = (text.removesuffix('\\n') + '\\n' + new) if text else new\n"
+    else:
+        script += f"lines = text.split('\\n')\nlines.insert({int(line)}, new)\ntext = '\\n'.join(lines)\n"
+    script += _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"), then)
 
 

@@ -1,34 +1,83 @@
 """SWE-agent's windowed file viewer/editor → bash (DESIGN §4.1).
 
+Both shapes of a call are accepted, for every tool: the text form the SWE-agent parser gives for
+0.x text actions (``{"args": <first-line arguments>, "body": <edit body>}``) and the structured
+arguments of SWE-agent 1.x function calling (``find_file(file_name, dir)``, ``search_dir
+(search_term, dir)``, ``search_file(search_term, file)``, ``open(path, line_number)``,
+``goto(line_number)``, ``scroll_up/down()``, ``create(filename)``, ``edit(search, replace,
+replace_all)`` or ``edit(start_line, end_line, replacement_text)``, ``insert(text, line)``).
+:func:`window_call` maps both onto one canonical :class:`WindowCall`.
+
 The window SWE-agent printed is read back from the observation itself (``[File: P (N lines
 total)]``, ``(k more lines above)``, ``i:line`` …, ``(m more lines below)``) and reproduced by an
 ``awk`` command that prints that exact format for the same line range, so the state the harness
-kept (current file, first line) never has to be simulated. Text around the window (e.g. ``File
-updated. Please review…``) is printed by ``printf``.
+kept (current file, first line) never has to be simulated. Text around the window (``File
+updated. Please review…``, ``Text replaced. …``) is printed by the edit script or ``printf``.
+SWE-agent 1.x strips the final newline of a tool's output; where the output ends with a window,
+the newline the printer prints is restored (``convert/sweagent_newline_restored``).
 
-Policies: an ``edit`` that SWE-agent's linter rejected (file unchanged, "Your proposed edit has
-introduced new syntax error(s)") and any viewer output that has no window are counted drops
-(``convert/sweagent_edit_rejected``, ``convert/sweagent_window``): no honest command prints them.
-Searches become ``find``/``grep`` and their observation is re-shaped to what those print.
+Edits: ``edit N:M`` replaces those lines; ``edit(search, replace)`` replaces the one occurrence
+inside the lines the agent had on screen (the previous window of that file), like SWE-agent's
+``replace_in_window``; a failed search (``Your edit was not applied (file not modified)``…) runs
+the same script, which fails with the recorded message and changes nothing.
+
+Linter-rejected edits (``Your proposed edit has introduced new syntax error(s)``): SWE-agent
+applied the edit, linted the file and restored it, so the file is unchanged. When every reported
+error is ``E999`` (the file no longer compiles), the command is the same edit script gated by
+``compile()``: replayed on the pre-edit file it compiles the candidate, fails, prints exactly the
+recorded rejection, exits 1 and writes nothing (``convert/sweagent_edit_rejected_replayed``).
+Other lint codes (``F821`` undefined name …) have no compile-level equivalent: that turn is
+removed, its thought folded forward, and the run kept (``convert/sweagent_edit_rejected_removed``),
+which is safe because the file state is unaffected.
+
+Counted drops: viewer output that has no window (``convert/sweagent_window``), a search whose
+output is SWE-agent's "more than N files" notice (``convert/sweagent_search_overflow``, no honest
+grep prints it), unparseable arguments (``convert/bad_tool_args``).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
 
-from pipeline.convert.edits import line_edit_command, print_command, shell_quote
+from pipeline.convert.edits import (
+    line_edit_command,
+    print_command,
+    replace_command,
+    shell_quote,
+    window_insert_command,
+    window_replace_command,
+)
 from pipeline.episode import ConvertError
 
 WINDOW_RE = re.compile(
-    r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\]\n"
+    r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\](?:\n|\Z)"
     r"(?:\((?P<above>\d+) more lines above\)\n)?"
-    r"(?P<body>(?:\d+:[^\n]*\n)+)"
-    r"(?:\((?P<below>\d+) more lines below\)\n)?"
+    r"(?P<body>(?:\d+:[^\n]*(?:\n|\Z))+)"
+    r"(?:\((?P<below>\d+) more lines below\)(?:\n|\Z))?"
 )
-WINDOW_COMMANDS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit",
+WINDOW_COMMANDS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
                              "find_file", "search_dir", "search_file"})
+# 1.x structured arguments: tool -> (required keys, optional keys)
+JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "find_file": (frozenset({"file_name"}), frozenset({"dir"})),
+    "search_dir": (frozenset({"search_term"}), frozenset({"dir"})),
+    "search_file": (frozenset({"search_term"}), frozenset({"file"})),
+    "open": (frozenset({"path"}), frozenset({"line_number"})),
+    "goto": (frozenset({"line_number"}), frozenset()),
+    "scroll_up": (frozenset(), frozenset()),
+    "scroll_down": (frozenset(), frozenset()),
+    "create": (frozenset({"filename"}), frozenset()),
+    "insert": (frozenset({"text"}), frozenset({"line"})),
+}
+EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace_all"}))
+EDIT_LINES = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
+REJECTED = "Your proposed edit has introduced new syntax error"
+_LINT_CODE = re.compile(r"\b([EFWC]\d{3})\b")
+_OVERFLOW = re.compile(r"^More than \d+ files matched for ", re.M)
 
 
 @dataclass
@@ -45,6 +94,107 @@ class Window:
     last: int
     start: int  # span of the window text in the observation
     end: int
+
+
+@dataclass
+class WindowCall:
+    """One windowed-tool call in canonical form, whichever shape it arrived in."""
+
+    name: str
+    words: list[str] = field(default_factory=list)  # positional text arguments (pattern, dir, …)
+    line: int | None = None  # open/goto line, insert line
+    start: int | None = None  # edit N:M
+    end: int | None = None
+    body: str = ""  # edit N:M replacement, insert text
+    search: str | None = None  # edit(search, replace)
+    replace: str = ""
+    replace_all: bool = False
+
+
+@dataclass
+class WindowState:
+    """What SWE-agent kept between calls, as far as the observations show it."""
+
+    current_file: str | None = None
+    shown: Window | None = None  # the last window displayed (the lines an edit may search)
+    counters: Counter[str] = field(default_factory=Counter)
+
+
+def _matches(args: dict[str, Any], sig: tuple[frozenset[str], frozenset[str]]) -> bool:
+    keys = set(args)
+    return sig[0] <= keys <= sig[0] | sig[1]
+
+
+def _int(x: Any, turn: int) -> int:
+    try:
+        return int(str(x).strip())
+    except ValueError:
+        raise ConvertError("bad_tool_args", f"turn {turn}: not a line number: {str(x)[:40]!r}") from None
+
+
+def _words(text: str, turn: int) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise ConvertError("bad_tool_args", f"turn {turn}: {e}") from None
+
+
+def _truthy(x: Any) -> bool:
+    return str(x).strip().lower() in ("true", "1", "yes")
+
+
+def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | None:
+    """The canonical call, or None when ``args`` fit neither SWE-agent shape (another tool)."""
+    if name not in WINDOW_COMMANDS:
+        return None
+    if set(args) <= {"args", "body"}:
+        return _text_call(name, str(args.get("args", "") or "").strip(), str(args.get("body", "") or ""), turn)
+    if name == "edit":
+        if _matches(args, EDIT_SEARCH):
+            return WindowCall(name, search=str(args["search"]), replace=str(args["replace"] or ""),
+                              replace_all=_truthy(args.get("replace_all", False)))
+        if _matches(args, EDIT_LINES):
+            return WindowCall(name, start=_int(args["start_line"], turn), end=_int(args["end_line"], turn),
+                              body=str(args["replacement_text"] or ""))
+        return None
+    sig = JSON_SIGNATURES.get(name)
+    if sig is None or not _matches(args, sig):
+        return None
+    if name in ("find_file", "search_dir", "search_file"):
+        first = {"find_file": "file_name"}.get(name, "search_term")
+        second = {"search_file": "file"}.get(name, "dir")
+        words = [str(args[first])] + ([str(args[second])] if args.get(second) not in (None, "") else [])
+        return WindowCall(name, words=words)
+    if name == "open":
+        ln = args.get("line_number")
+        return WindowCall(name, words=[str(args["path"])], line=None if ln in (None, "") else _int(ln, turn))
+    if name == "goto":
+        return WindowCall(name, line=_int(args["line_number"], turn))
+    if name == "create":
+        return WindowCall(name, words=[str(args["filename"])])
+    if name == "insert":
+        ln = args.get("line")
+        return WindowCall(name, body=str(args["text"] or ""), line=None if ln in (None, "") else _int(ln, turn))
+    return WindowCall(name)  # scroll_up / scroll_down
+
+
+def _text_call(name: str, rest: str, body: str, turn: int) -> WindowCall:
+    if name == "edit":
+        m = re.fullmatch(r"(\d+)\s*:\s*(\d+)", rest)
+        if m:
+            return WindowCall(name, start=int(m.group(1)), end=int(m.group(2)), body=body)
+        words = _words(rest, turn)  # 1.x text action: edit 'search' 'replace' [replace_all]
+        if len(words) in (2, 3) and not body:
+            return WindowCall(name, search=words[0], replace=words[1],
+                              replace_all=len(words) == 3 and _truthy(words[2]))
+        raise ConvertError("bad_tool_args", f"turn {turn}: edit {rest[:40]!r}")
+    if name == "insert":
+        return WindowCall(name, body=body, line=_int(rest, turn) if rest else None)
+    words = _words(rest, turn)
+    if name in ("open", "goto") and words and words[-1].isdigit():
+        line = int(words[-1])
+        return WindowCall(name, words=words[:-1], line=line)
+    return WindowCall(name, words=words)
 
 
 def find_window(obs: str) -> Window | None:
@@ -79,52 +229,132 @@ def _abs(path: str, cwd: str = "/testbed") -> str:
     return path if path.startswith("/") else f"{cwd.rstrip('/')}/{path}"
 
 
-def convert_window(name: str, args: dict[str, object], obs: str, turn: int,
-                   current_file: str | None) -> tuple[Result, str | None]:
-    """One windowed-tool call → (bash result, the file now open)."""
-    rest = str(args.get("args", "") or "").strip()
-    body = str(args.get("body", "") or "")
-    if name == "find_file":
-        words = shlex.split(rest)
-        pattern, where = words[0], _abs(words[1]) if len(words) > 1 else "/testbed"
+def _same_file(a: str, b: str) -> bool:
+    """Paths as SWE-agent shows them: relative to the working directory or absolute."""
+    if _abs(a) == _abs(b):
+        return True
+    rel, full = (a, b) if not a.startswith("/") else (b, a)
+    return not rel.startswith("/") and full.endswith("/" + rel.removeprefix("./"))
+
+
+def _with_newline(obs: str, win: Window, state: WindowState) -> tuple[str, Window]:
+    """1.x dropped the final newline of a window the printer ends with: put it back."""
+    if win.end == len(obs) and not obs.endswith("\n"):
+        state.counters["convert/sweagent_newline_restored"] += 1
+        obs += "\n"
+        win = Window(win.path, win.first, win.last, win.start, win.end + 1)
+    return obs, win
+
+
+def _rejection(obs: str, turn: int, state: WindowState) -> str | None:
+    """The recorded lint rejection when a compile check reproduces it; raise ``_Removed`` when
+    only the turn can go; None when the edit was not rejected."""
+    if REJECTED not in obs:
+        return None
+    errors = obs.split("ERRORS:", 1)[1].split("This is how your edit", 1)[0] if "ERRORS:" in obs else ""
+    codes = set(_LINT_CODE.findall(errors))
+    if codes == {"E999"}:
+        state.counters["convert/sweagent_edit_rejected_replayed"] += 1
+        return obs
+    state.counters["convert/sweagent_edit_rejected_removed"] += 1
+    raise RemovedTurn(f"turn {turn}: lint codes {sorted(codes)}")
+
+
+class RemovedTurn(Exception):
+    """The call changed nothing and no honest command prints its output: drop only this turn."""
+
+
+def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
+    if _OVERFLOW.search(obs):
+        raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+    if not call.words:
+        raise ConvertError("bad_tool_args", f"turn {turn}: {call.name} without a search term")
+    term = call.words[0]
+    if call.name == "find_file":
+        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
         out = "".join(line + "\n" for line in obs.splitlines() if line.startswith("/"))
-        return Result(f"find {shell_quote(where)} -type f -name {shell_quote(pattern)}", out, 0), current_file
-    if name == "search_dir":
-        words = shlex.split(rest)
-        term, where = words[0], _abs(words[1]) if len(words) > 1 else "/testbed"
+        return Result(f"find {shell_quote(where)} -type f -name {shell_quote(term)}", out, 0)
+    if call.name == "search_dir":
+        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
         hits = re.findall(r"^(/\S.*) \((\d+) matches\)$", obs, re.M)
         out = "".join(f"{p}:{n}\n" for p, n in hits)
-        cmd = f"grep -rIcF -- {shell_quote(term)} {shell_quote(where)} | grep -v ':0$'"
-        return Result(cmd, out, 0 if out else 1), current_file
-    if name == "search_file":
-        words = shlex.split(rest)
-        term = words[0]
-        target = _abs(words[1]) if len(words) > 1 else current_file
-        if target is None:
-            raise ConvertError("sweagent_window", f"turn {turn}: search_file with no open file")
-        hits = re.findall(r"^Line (\d+):(.*)$", obs, re.M)
-        out = "".join(f"{n}:{t}\n" for n, t in hits)
-        return Result(f"grep -nF -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1), current_file
+        # SWE-agent skips hidden paths (.git!) and lists files sorted; the pipeline exits as sort does
+        cmd = (f"grep -rIcF --exclude-dir='.*' --exclude='.*' -- {shell_quote(term)} {shell_quote(where)}"
+               " | grep -v ':0$' | sort")
+        return Result(cmd, out, 0)
+    target = _abs(call.words[1]) if len(call.words) > 1 else current
+    if target is None:
+        raise ConvertError("sweagent_window", f"turn {turn}: search_file with no open file")
+    hits = re.findall(r"^Line (\d+):(.*)$", obs, re.M)
+    out = "".join(f"{n}:{t}\n" for n, t in hits)
+    return Result(f"grep -nF -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1)
 
-    win = find_window(obs)
+
+def _then(obs: str, win: Window) -> str:
+    """The window printer, then a printer for any text after the window."""
+    printer = window_printer(win.path, win.first, win.last)
+    tail = print_command(obs[win.end:])
+    return f"{printer} && {tail}" if tail else printer
+
+
+def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Result, str]:
+    reject = _rejection(obs, turn, state)
+    win = find_window(obs)  # the edited window, or the "would have looked" one of a rejection
+    path = win.path if win is not None else (state.shown.path if state.shown else state.current_file)
+    if path is None:
+        raise ConvertError("sweagent_window", f"turn {turn}: edit with no open file")
+    if reject is not None:
+        ok, then, fail, rc = "", None, None, 1
+    elif win is not None:
+        obs, win = _with_newline(obs, win, state)
+        ok, then, fail, rc = obs[: win.start], _then(obs, win), None, 0
+    elif call.search is not None:  # "Your edit was not applied (file not modified)" and the like
+        ok, then, fail, rc = "", None, obs, 1
+    else:
+        raise ConvertError("sweagent_window", f"turn {turn}: edit {call.start}:{call.end} printed no window")
+    if call.search is None:
+        assert call.start is not None and call.end is not None
+        cmd = line_edit_command(path, call.start, call.end, call.body.removesuffix("\n"), ok, then=then,
+                                reject_message=reject)
+    elif call.replace_all:
+        cmd = replace_command(path, [(call.search, call.replace, True)], ok, fail_message=fail, then=then,
+                              reject_message=reject)
+    else:
+        shown = state.shown
+        if shown is None or not _same_file(shown.path, path):
+            raise ConvertError("sweagent_window", f"turn {turn}: edit(search) with no window of {path} on screen")
+        cmd = window_replace_command(path, shown.first, shown.last, call.search, call.replace, ok,
+                                     fail_message=fail, then=then, reject_message=reject)
+    return Result(cmd, obs, rc), path
+
+
+def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: WindowState) -> Result:
+    """One windowed-tool call → the bash result; ``state`` follows the open file and window.
+
+    Raises :class:`RemovedTurn` when only this turn must go (see the module docstring)."""
+    call = window_call(name, args, turn)
+    if call is None:
+        raise ConvertError("bad_tool_args", f"turn {turn}: {name}({', '.join(sorted(args))})")
+    if name in ("find_file", "search_dir", "search_file"):
+        return _search(call, obs, turn, state.current_file)
     if name == "edit":
-        if "Your proposed edit has introduced" in obs:
-            raise ConvertError("sweagent_edit_rejected", f"turn {turn}")
-        m = re.fullmatch(r"(\d+):(\d+)", rest)
-        if win is None or m is None:
-            raise ConvertError("sweagent_window", f"turn {turn}: edit {rest!r} without a window")
-        start, end = int(m.group(1)), int(m.group(2))
-        printer = window_printer(win.path, win.first, win.last)
-        tail = print_command(obs[win.end:])
-        then = f"{printer} && {tail}" if tail else printer
-        if obs[: win.start]:
-            raise ConvertError("sweagent_window", f"turn {turn}: text before the edit window")
-        cmd = line_edit_command(win.path, start, end, body.removesuffix("\n"), "", then=then)
-        return Result(cmd, obs, 0), win.path
+        res, state.current_file = _edit(call, obs, turn, state)
+        if (win := find_window(res.output)) is not None and res.returncode == 0:
+            state.shown = win
+        return res
+    win = find_window(obs)
     if win is None:
         raise ConvertError("sweagent_window", f"turn {turn}: {name} output has no window")
-    core = window_printer(win.path, win.first, win.last)
+    obs, win = _with_newline(obs, win, state)
+    printer = window_printer(win.path, win.first, win.last)
+    if name == "insert":
+        target = win.path
+        cmd = window_insert_command(target, call.line, call.body, obs[: win.start], then=_then(obs, win))
+        state.current_file, state.shown = target, win
+        return Result(cmd, obs, 0)
+    core = printer
     if name == "create":
         # SWE-agent's create writes a single newline (shown as one empty line)
         core = f"printf '\\n' > {shell_quote(win.path)} && {core}"
-    return Result(_around(obs, win, core), obs, 0), win.path
+    state.current_file, state.shown = win.path, win
+    return Result(_around(obs, win, core), obs, 0)

@@ -11,6 +11,15 @@ headers (``Here's the result of running `cat -n` on …``), Claude Code's ``→`
 Where the harness's result text has no shell equivalent (an edit's success message), the command
 prints it.
 
+Tool families beyond bash/editor/Claude Code/pi: SWE-agent's windowed tools in either argument
+shape (``sweagent_window``); ``read_file``/``write_file``/``patch`` (hermes_agent, kimi_code style)
+→ ``cat -n``/``cat``/``sed``, heredoc create, exact replace; ``view``; ``list_dir``/``ls`` → ``ls -1p``
+(a listing that is neither Claude's tree nor sorted names: ``convert/unverifiable_listing``);
+``search``/``grep`` → ``grep`` (R2E's ``search(search_term)`` prints SWE-agent's search_dir
+summary; other output that is not ``path:line:text``: ``convert/unverifiable_search``);
+``apply_patch`` with a unified diff → ``git apply`` heredoc (other dialects, failed applies:
+``convert/apply_patch_format`` / ``convert/apply_patch_failed``); to-do and memory tools removed.
+
 Policies:
 * ``undo_edit`` that succeeded: the run is dropped (``convert/undo_edit``): restoring the
   editor's saved copy has no faithful shell equivalent. A failed ``undo_edit`` changed nothing
@@ -31,14 +40,23 @@ from typing import Any
 
 from pipeline.convert import edits
 from pipeline.convert.render import SUBMIT_COMMAND
-from pipeline.convert.sweagent_window import WINDOW_COMMANDS, convert_window
+from pipeline.convert.sweagent_window import RemovedTurn, WindowState, convert_window, window_call
 from pipeline.episode import ConvertError
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "task_tracker", "update_plan",
-                        "memory", "Memory", "save_memory", "read_memory", "write_memory", "SetTodoList"})
+                        "todo", "todos", "write_todos", "update_todos", "manage_todo_list", "SetTodoList",
+                        "memory", "Memory", "save_memory", "read_memory", "write_memory", "add_memory",
+                        "search_memory", "remember", "recall"})
+# other harnesses' names for the same file and search tools (input-formats §1.2, §5; synth hermes)
+READ_TOOLS = frozenset({"read_file", "ReadFile", "view_file"})
+WRITE_TOOLS = frozenset({"write_file", "WriteFile", "create_file"})
+REPLACE_TOOLS = frozenset({"patch", "replace_in_file", "edit_file", "str_replace"})
+LIST_TOOLS = frozenset({"list_dir", "list_directory", "list_files", "ls"})
+SEARCH_TOOLS = frozenset({"search", "grep", "grep_search", "search_files", "search_file_content"})
+PATCH_TOOLS = frozenset({"apply_patch"})
 SUBMIT_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer|"
     r"submit_answer|finish_task)$", re.I)
@@ -69,7 +87,10 @@ class ToolState:
     """What a converter must remember across calls of one run."""
 
     counters: Counter[str] = field(default_factory=Counter)
-    current_file: str | None = None  # SWE-agent window
+    window: WindowState = field(init=False)  # SWE-agent's open file and displayed lines
+
+    def __post_init__(self) -> None:
+        self.window = WindowState(counters=self.counters)
 
 
 def _s(args: dict[str, Any], *names: str, default: str | None = None) -> str | None:
@@ -78,6 +99,10 @@ def _s(args: dict[str, Any], *names: str, default: str | None = None) -> str | N
         if v is not None:
             return v if isinstance(v, str) else str(v)
     return default
+
+
+def _truthy(x: Any) -> bool:
+    return str(x).strip().lower() in ("true", "1", "yes")
 
 
 def _failed(obs: str, rc: int | None) -> bool:
@@ -136,7 +161,7 @@ def convert_bash(args: dict[str, Any], obs: str, rc: int | None, turn: int, stat
     if is_input or cmd.strip() in INTERRUPTS:
         if cmd.strip() in INTERRUPTS:
             state.counters["convert/interrupt_removed"] += 1
-            return Action("remove")
+            return Action("remove", text="convert/interrupt_removed")
         raise ConvertError("interactive_input", f"turn {turn}")
     out, marked = split_exit_marker(obs)
     return Action("run", peel_wrappers(cmd), out, rc if rc is not None else marked)
@@ -220,7 +245,7 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
     if command == "undo_edit":
         if _failed(obs, rc):
             state.counters["convert/undo_edit_noop_removed"] += 1
-            return Action("remove")
+            return Action("remove", text="convert/undo_edit_noop_removed")
         raise ConvertError("undo_edit", f"turn {turn}: {path}")
     raise ConvertError("unknown_tool", f"{args.get('_tool', 'str_replace_editor')}.{command}")
 
@@ -299,6 +324,74 @@ def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, tu
     return _ls(args, obs)
 
 
+# ---------------------------------------------------------------- other harnesses
+
+_CAT_N_LINE = re.compile(r"^ *\d+\t", re.M)
+_GREP_LINE = re.compile(r"^[^\n:]+:\d+:")
+_NO_MATCH = re.compile(r"^\s*(No (matches|files|results) found|Found 0 matches)", re.I)
+
+
+def _read_file(args: dict[str, Any], obs: str, rc: int | None) -> Action:
+    """``read_file(path[, offset, limit])``: numbered (``cat -n``) or plain (``cat``/``sed``) text."""
+    path = _s(args, "path", "file_path", "filename", default="") or ""
+    rng = _range(args.get("offset", args.get("start_line")), args.get("limit"))
+    if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
+        cmd = view_command(path, rng)
+        out, code = _missing(path, cmd)
+        return Action("run", cmd, out, code)
+    if _CAT_N_LINE.match(obs) or _CAT_N_HEADER.match(obs):
+        return Action("run", view_command(path, rng), _cat_n_body(obs, rng is None or rng[1] == -1), 0)
+    if rng is None:
+        return Action("run", f"cat {edits.shell_quote(path)}", obs, 0)
+    end = "$" if rng[1] == -1 else rng[1]
+    return Action("run", f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}", obs, 0)
+
+
+def _list_dir(name: str, args: dict[str, Any], obs: str, turn: int) -> Action:
+    """Claude Code's tree listing, or a plain sorted one-name-a-line listing (``ls -1p``)."""
+    if re.search(r"^  - ", obs, re.M):
+        return _ls(args, obs)
+    names = [ln for ln in obs.splitlines() if ln.strip()]
+    if names and names == sorted(names) and all(" " not in n.strip() or "/" in n for n in names):
+        where = _s(args, "path", "dir_path", "directory", default="/testbed") or "/testbed"
+        return Action("run", f"ls -1p {edits.shell_quote(where)}", "".join(n + "\n" for n in names), 0)
+    raise ConvertError("unverifiable_listing", f"turn {turn}: {name}")
+
+
+def _search_tool(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
+                 state: ToolState) -> Action:
+    """R2E/SWE-agent ``search(search_term, path)`` or a grep-style ``path:line:text`` search."""
+    if "search_term" in args:
+        words = [str(args["search_term"])] + ([str(args["path"])] if args.get("path") else [])
+        res = convert_window("search_dir", {"args": shlex.join(words), "body": ""}, obs, turn, state.window)
+        return Action("run", res.command, res.output, res.returncode)
+    pattern = _s(args, "pattern", "query", "regex", default=None)
+    if pattern is None:
+        raise ConvertError("bad_tool_args", f"turn {turn}: {name} without a pattern")
+    where = _s(args, "path", "dir_path", "directory", default="/testbed") or "/testbed"
+    cmd = f"grep -rnE -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
+    if _NO_MATCH.match(obs) or not obs.strip():
+        return Action("run", cmd, "", 1)
+    lines = [ln for ln in obs.splitlines() if ln.strip()]
+    if all(_GREP_LINE.match(ln) for ln in lines):
+        return Action("run", cmd, "".join(ln + "\n" for ln in lines), 0)
+    raise ConvertError("unverifiable_search", f"turn {turn}: {name}")
+
+
+def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action:
+    """A unified diff applied by ``git apply`` from a quoted heredoc; the tool's message printed
+    after it. Other patch dialects and failed applications are counted drops."""
+    patch = _s(args, "patch", "input", "diff", default="") or ""
+    if not re.search(r"^(diff --git |--- )", patch, re.M) or "\n@@ " not in patch:
+        raise ConvertError("apply_patch_format", f"turn {turn}")
+    if _failed(obs, rc):
+        raise ConvertError("apply_patch_failed", f"turn {turn}: {obs.strip()[:80]}")
+    body = patch.removesuffix("\n")
+    delim = edits.heredoc_delimiter(body)
+    printer = edits.print_command(obs)
+    return Action("run", f"git apply <<'{delim}'{' && ' + printer if printer else ''}\n{body}\n{delim}", obs, 0)
+
+
 # ---------------------------------------------------------------- dispatch
 
 CLAUDE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS"})
@@ -308,9 +401,12 @@ PI_TOOLS = frozenset({"read", "write", "edit"})
 def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
                  state: ToolState) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
-    if name in WINDOW_COMMANDS and set(args) <= {"args", "body"}:
-        # the parser's shape for SWE-agent's text commands: first-line arguments + edit body
-        res, state.current_file = convert_window(name, args, obs, turn, state.current_file)
+    if window_call(name, args, turn) is not None:
+        # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
+        try:
+            res = convert_window(name, args, obs, turn, state.window)
+        except RemovedTurn:
+            return Action("remove", text="convert/sweagent_edit_rejected_removed")
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
         return convert_bash(args, obs, rc, turn, state)
@@ -324,6 +420,24 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in CLAUDE_TOOLS:
         return convert_claude(name, args, obs, rc, turn)
+    if name in READ_TOOLS:
+        return _read_file(args, obs, rc)
+    if name in WRITE_TOOLS:
+        path = _s(args, "path", "file_path", "filename", default="") or ""
+        return _create_action(path, _s(args, "content", "file_text", "text", default="") or "", obs, rc, turn)
+    if name in REPLACE_TOOLS and (old_key := next((k for k in ("old_string", "old_str", "oldText", "old_text")
+                                                   if k in args), None)):
+        path = _s(args, "path", "file_path", "filename", default="") or ""
+        new = _s(args, "new_string", "new_str", "newText", "new_text", default="") or ""
+        return _edit_action(path, [(str(args[old_key]), new, _truthy(args.get("replace_all")))], obs, rc)
+    if name == "view" and "path" in args:
+        return convert_view(_s(args, "path", default="") or "", args.get("view_range"), obs, rc)
+    if name in LIST_TOOLS:
+        return _list_dir(name, args, obs, turn)
+    if name in SEARCH_TOOLS:
+        return _search_tool(name, args, obs, rc, turn, state)
+    if name in PATCH_TOOLS:
+        return _apply_patch(args, obs, rc, turn)
     if name in PI_TOOLS:
         path = _s(args, "path", "file_path", default="") or ""
         if name == "read":

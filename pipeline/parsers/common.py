@@ -219,6 +219,26 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     return text, rc
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
+def restore_pty_newlines(ep: Episode) -> Episode:
+    """Undo a terminal's ``\n`` → ``\r\n`` translation in the observations of a harness that
+    ran commands in a pty (SWE-agent 1.x / swe-rex, hence SWE-smith runs).
+
+    Only an observation in which EVERY line feed follows a CR went through the pty; replacing
+    ``\r\n`` by ``\n`` there is the exact inverse of the translation (a program's own ``\r\n``
+    was recorded as ``\r\r\n`` and comes back as ``\r\n``). The command then prints what
+    mini-swe-agent (pipes, no pty) would record. Counted ``parse/pty_newlines_restored``.
+    """
+    for st in ep.steps:
+        obs = st.observation
+        if "\r\n" in obs and not _BARE_LF.search(obs):
+            st.observation = obs.replace("\r\n", "\n")
+            ep.counters["parse/pty_newlines_restored"] += 1
+    return ep
+
+
 # --------------------------------------------------------------------------- the walker
 
 FORMAT_ERROR_MARKERS = ("EXACTLY ONE action", "found 0 actions", "Please always provide")

@@ -26,6 +26,7 @@ from pipeline.parsers.common import (
     messages_episode,
     normalize_message,
     opt_str,
+    restore_pty_newlines,
     strip_think,
     swesmith_commit,
     text_of,
@@ -144,12 +145,12 @@ def parse_sweagent(raw: RawRun) -> Episode:
                 root = cm.group(1).rstrip("/")
                 break
     if any(m.tool_calls for m in hist):
-        return messages_episode(hist, root_hint=root, **common)
+        return restore_pty_newlines(messages_episode(hist, root_hint=root, **common))
     counters: Counter[str] = Counter()
     # Without a trajectory, each history assistant message carries ``action`` and ``thought``.
     steps = _trajectory_steps(traj, counters) if traj else _history_text_steps(rec, counters)
-    return make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
-                        counters=counters, root_hint=root, **common)
+    return restore_pty_newlines(make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
+                                             counters=counters, root_hint=root, **common))
 
 
 def _history_text_steps(rec: dict[str, Any], counters: Counter[str]) -> list[Step]:

@@ -14,6 +14,7 @@ from pipeline.parsers.common import (
     normalize_messages,
     opt_str,
     resolved_from,
+    restore_pty_newlines,
 )
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
@@ -26,7 +27,8 @@ def parse_swesmith(raw: RawRun) -> Episode:
         raise ParseError("missing_field", "instance_id")
     msgs = normalize_messages(row.get("messages"), "messages")
     user = next((m.text for m in msgs if m.role == "user"), "")
-    return messages_episode(
+    # SWE-smith runs were recorded by SWE-agent through a pty
+    return restore_pty_newlines(messages_episode(
         msgs,
         bare_fence=True,
         dialect=lambda d: _STYLE.get(d, d),
@@ -43,4 +45,4 @@ def parse_swesmith(raw: RawRun) -> Episode:
         resolved=resolved_from(row.get("resolved")),
         fold_group=None,
         epoch=raw.epoch,
-    )
+    ))
