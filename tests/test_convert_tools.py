@@ -423,3 +423,14 @@ def test_step_limit_cuts_the_run_unsubmitted() -> None:
     assert conv.commands == ["echo 0", "echo 1", "echo 2"] and not conv.submitted
     assert conv.counters["convert/step_limit_truncated"] == 1
     assert conv.counters["convert/turns"] == 3
+
+
+def test_harness_exit_code_notes_become_return_codes() -> None:
+    from pipeline.convert.tools import split_exit_marker
+
+    assert split_exit_marker("boom\n[exit code: 2]") == ("boom\n", 2)
+    assert split_exit_marker("boom\n\nCommand exited with code 127") == ("boom\n", 127)
+    assert split_exit_marker("Exit code 1\nTraceback: x\n") == ("Traceback: x\n", 1)
+    assert split_exit_marker("all fine\n") == ("all fine\n", None)
+    # the words inside ordinary output are left alone
+    assert split_exit_marker("grep: [exit code: 2] in docs\nmore\n") == ("grep: [exit code: 2] in docs\nmore\n", None)

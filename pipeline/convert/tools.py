@@ -64,6 +64,10 @@ INTERRUPTS = frozenset({"C-c", "C-d", "C-z", "ctrl+c", "^C"})
 
 _EXIT_MARKER = re.compile(
     r"\n*\[(?:The command completed with exit code|Command finished with exit code)\s*(-?\d+)\.?\]\s*$")
+# other harnesses' exit-code notes: Affine bash tool "[exit code: N]", pi "Command exited with
+# code N" (both appended), Claude Code "Exit code N" (prepended); they are not command output
+_TAIL_EXIT = re.compile(r"\n*(?:\[exit code: (-?\d+)\]|Command exited with code (-?\d+))\s*$")
+_HEAD_EXIT = re.compile(r"^Exit code (-?\d+)\n")
 _OH_TRAILERS = re.compile(r"\n*\[(?:Current working directory|Python interpreter): [^\n]*\]\s*$")
 _CAT_N_HEADER = re.compile(r"^Here's the result of running `cat -n` on [^\n]*:\n")
 _DIR_HEADER = re.compile(r"^Here's the files and directories up to 2 levels deep in [^\n]*:\n")
@@ -140,9 +144,17 @@ def peel_wrappers(cmd: str) -> str:
 
 
 def split_exit_marker(obs: str) -> tuple[str, int | None]:
-    """Remove OpenHands' exit-code / cwd trailers; return the output and the marked code."""
+    """Remove harness exit-code notes and OpenHands' cwd trailers; return the output and the code."""
     rc = None
+    m = _HEAD_EXIT.match(obs)
+    if m:
+        rc, obs = int(m.group(1)), obs[m.end():]
     while True:
+        m = _TAIL_EXIT.search(obs)
+        if m:
+            rc = int(m.group(1) or m.group(2))
+            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            continue
         m = _EXIT_MARKER.search(obs)
         if m:
             rc = int(m.group(1))
