@@ -29,8 +29,11 @@ publish: venv data/sample/labels.jsonl
 test: venv
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
+# property tests with 50× the CI example budget (the hostile-input and edit round-trip suites)
+FUZZ_SCALE ?= 50
 fuzz: venv
-	HYPOTHESIS_PROFILE=long HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests -k fuzz
+	TRAJPIPE_FUZZ_SCALE=$(FUZZ_SCALE) HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 \
+		tests/test_fuzz_sources.py tests/test_fuzz_pipeline.py tests/test_parsers_hostile.py tests/test_edits.py
 
 lint: venv
 	$(BIN)/ruff check pipeline schemas tests bench

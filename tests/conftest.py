@@ -15,8 +15,7 @@ os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 settings.register_profile("ci", max_examples=100, deadline=None)
-settings.register_profile("long", max_examples=5000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.load_profile("ci")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzzing import examples
 from pipeline.convert.edits import create_command, insert_command, py_str, replace_command
 from pipeline.convert.render import parse_actions, render_assistant
 
@@ -29,7 +30,7 @@ def assert_one_block(cmd: str) -> None:
     assert parse_actions(render_assistant("edit", cmd)) == [cmd.strip()]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=TEXT, old=TEXT, new=TEXT, after=TEXT)
 def test_replace_reproduces_post_edit_file(tmp_path: Path, before: str, old: str, new: str,
                                            after: str) -> None:
@@ -52,7 +53,7 @@ def test_replace_reproduces_post_edit_file(tmp_path: Path, before: str, old: str
         assert path.read_bytes() == content.encode("utf-8")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=TEXT, old=TEXT, message=TEXT)
 def test_failing_replace_prints_the_tools_message(tmp_path: Path, content: str, old: str,
                                                    message: str) -> None:
@@ -66,7 +67,7 @@ def test_failing_replace_prints_the_tools_message(tmp_path: Path, content: str, 
     assert path.read_bytes() == body.encode("utf-8")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=TEXT, message=TEXT)
 def test_create_writes_exact_bytes_and_prints_message(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "sub" / "new.py"

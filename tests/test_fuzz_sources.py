@@ -14,11 +14,12 @@ from pipeline.config import Limits
 from pipeline.episode import Quarantined, RawRun
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit
+from tests.fuzzing import examples
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=30)
 json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
                            max_leaves=20)
-FUZZ = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def unit_for(path: Path, raw: bytes, *, sha: str | None = None) -> Unit:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
+
+from tests.fuzzing import examples
 from hypothesis import strategies as st
 
 from pipeline.episode import Episode, ParseError, Quarantined, RawRun
@@ -41,7 +43,7 @@ def check(run: RawRun) -> None:
     assert isinstance(ep, Episode) and ep.steps
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(kind=st.sampled_from(sorted(PARSERS)), payload=st.dictionaries(
     st.sampled_from(["nodes", "messages", "history", "trajectory", "trace", "task", "events", "instance_id",
                      "policy", "stratum", "replay_config", "info", "sid"]), json_values, max_size=6))
@@ -49,7 +51,7 @@ def test_any_payload_only_raises_parse_error(kind: str, payload: dict[str, Any])
     check(RawRun("u", "x", kind, None, payload, 0))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(ns=nodes)
 def test_random_view_graphs_only_raise_parse_error(ns: list[dict[str, Any]]) -> None:
     check(RawRun("u", "Affine corpus", "view", 1, {"instance_id": "a__b-1", "nodes": ns}, 0))
@@ -60,7 +62,7 @@ def test_random_view_graphs_only_raise_parse_error(ns: list[dict[str, Any]]) -> 
                                                             for m, n in zip(msgs, ns, strict=True)]}}, 0))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(parents=st.lists(st.one_of(st.none(), st.integers(0, 15)), max_size=16))
 def test_longest_path_is_a_simple_parent_chain(parents: list[int | None]) -> None:
     clean = [p if p is not None and p < len(parents) and p != i else None for i, p in enumerate(parents)]
