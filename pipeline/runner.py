@@ -21,12 +21,13 @@ import pyarrow.parquet as pq
 from pipeline.config import Config
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
+from pipeline.fileio import atomic_write_bytes, atomic_write_json
 from pipeline.ledger import check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from pipeline.state import State, atomic_write_bytes, atomic_write_json, parquet_bytes, workdir_lock
+from pipeline.state import State, parquet_bytes, workdir_lock
 from schemas.run import DROPS, PUBLISHED_NAMES, WORK, empty
 
 

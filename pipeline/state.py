@@ -29,31 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.faults import crashpoint
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` via a temp file and rename; skip when the bytes are unchanged.
-
-    Returns True when the file was (re)written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return True
-
-
-def atomic_write_json(path: Path, obj: Any) -> bool:
-    return atomic_write_bytes(path, orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+from pipeline.fileio import atomic_write_bytes, atomic_write_json
 
 
 def parquet_bytes(table: pa.Table) -> bytes:

@@ -23,6 +23,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.config import CODE_VERSION
+from pipeline.fileio import file_sha256
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import SHARD_RE, replace_if_changed, write_bytes_if_changed, write_shards
 
@@ -149,14 +150,6 @@ class PublishPlan:
 
 def format_plans(plans: list[PublishPlan]) -> str:
     return "\n".join(line for plan in plans for line in plan.lines())
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def git_blob_id(path: Path) -> str:

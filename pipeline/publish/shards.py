@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.fileio import atomic_write_bytes
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
 MAX_SHARD_BYTES = 500 * 2**20
@@ -91,13 +92,7 @@ def replace_if_changed(tmp: Path, dest: Path) -> bool:
 
 def write_bytes_if_changed(dest: Path, data: bytes) -> bool:
     """Atomic write of ``data`` to ``dest`` (temp + rename), skipped when the bytes are the same."""
-    if dest.exists() and dest.stat().st_size == len(data) and dest.read_bytes() == data:
-        return False
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, dest)
-    return True
+    return atomic_write_bytes(dest, data)
 
 
 def _shard_bytes(table: pa.Table, groups: list[tuple[int, int]]) -> bytes:

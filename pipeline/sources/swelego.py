@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import Limits
 from pipeline.episode import Quarantined, RawRun
+from pipeline.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
 
 ORIGIN = "SWE-Lego"
@@ -30,14 +30,6 @@ def resolved_from_name(name: str) -> str:
     return "unknown"
 
 
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def list_units(location: str, *, dataset: str | None = None) -> list[Unit]:
     """Every Parquet/JSONL file under ``location`` (a file or a folder), in a stable order."""
     root = Path(location).resolve()
@@ -51,7 +43,7 @@ def list_units(location: str, *, dataset: str | None = None) -> list[Unit]:
     units = []
     for f in files:
         rel = f.relative_to(top).as_posix() if f.is_relative_to(top) else f.name
-        units.append(Unit("swelego", label, rel, _file_sha(f), None, "gzip", dataset_label=label,
+        units.append(Unit("swelego", label, rel, file_sha256(f), None, "gzip", dataset_label=label,
                           location=str(f)))
     return units
 
