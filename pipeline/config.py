@@ -18,6 +18,7 @@ class Limits:
     max_record_bytes: int = 64 * 1024 * 1024  # one JSON line
     max_chunk_bytes: int = 4 * 1024 * 1024 * 1024  # decompressed chunk (gzip-bomb guard)
     step_limit: int = 250  # mini-swe-agent's default step limit
+    batch_runs: int = 64  # runs per in-memory batch inside a unit (memory stays flat per chunk)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pipeline.rows import dataset_of, work_row
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit, shard_quarantine
 from pipeline.stages.base import Stage, drops_frame
-from pipeline.state import State, UnitOutput
+from pipeline.state import State
 from schemas.run import WORK, empty
 
 QUARANTINE = "quarantine"
@@ -109,56 +109,82 @@ def _quarantine(q: Quarantined) -> dict[str, Any]:
 
 
 def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
-    """Process one unit end to end and cache the result; returns the unit's summary."""
+    """Process one unit end to end and cache the result; returns the unit's summary.
+
+    Runs stream through in batches of ``limits.batch_runs``: only one batch of raw runs, episodes
+    and rows is in memory at a time, whatever the chunk's size."""
+    from pipeline.dedup.keys import add_dedup_keys
+
     state = State(Path(workdir))
     chash = config.stage_hash()
     if state.cached(unit.state_key, chash):
-        return state.read_unit(unit.state_key, chash).meta
-    ctx, stages = worker_setup(config)
-    raws: list[RawRun] = []
+        return state.read_unit_meta(unit.state_key, chash)
+    _, stages = worker_setup(config)
+    writer = state.unit_writer(unit.state_key, chash)
+    seen: list[RawRun] = []  # payload-free copies, for a shard that fails verification
     quarantined: list[Quarantined] = []
+    drop_frames: list[pl.DataFrame] = []
+    ingested: Counter[str] = Counter()
+    counters: Counter[str] = Counter()
+    n_kept = 0
+    raw_bytes = 0
     verdict = ShardVerdict(False, "unreadable", "reader ended without a verdict")
+    pending: list[RawRun] = []
+
+    def flush() -> None:
+        nonlocal n_kept
+        rows, drop_rows, batch_counters = convert_runs(pending, config.limits.step_limit)
+        counters.update(batch_counters)
+        batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
+        drop_frames.append(drops_frame(drop_rows))
+        for stage in stages:
+            out = stage(batch)
+            batch = out.kept
+            drop_frames.append(out.dropped)
+            counters.update(out.counters)
+        batch = add_dedup_keys(batch, config.dedup)
+        if batch.height:
+            writer.write(batch)
+        n_kept += batch.height
+        pending.clear()
+
     for item in read_unit(unit, config):
         if isinstance(item, RawRun):
-            raws.append(item)
+            ingested[f"{dataset_of(item)}|{epoch_key(item.epoch)}"] += 1
+            counters[f"ingest/{item.kind}"] += 1
+            raw_bytes += item.raw_bytes
+            seen.append(RawRun(item.source_uid, item.origin, item.kind, item.epoch, {}, 0))
+            pending.append(item)
+            if len(pending) >= config.limits.batch_runs:
+                flush()
         elif isinstance(item, Quarantined):
             quarantined.append(item)
+            ingested[f"|{epoch_key(item.epoch)}"] += 1
         else:
             verdict = item
+    if pending and verdict.ok:
+        flush()
+    pending.clear()
     if not verdict.ok:
-        # a shard that fails verification: nothing in it is trusted
-        quarantined.extend(shard_quarantine(unit, raws, verdict.reason, verdict.detail))
-        raws = []
-    ingested: Counter[str] = Counter()
-    for raw in raws:
-        ingested[f"{dataset_of(raw)}|{epoch_key(raw.epoch)}"] += 1
-    for q in quarantined:
-        ingested[f"|{epoch_key(q.epoch)}"] += 1
-
-    rows, drop_rows, counters = convert_runs(raws, config.limits.step_limit)
-    for raw in raws:
-        counters[f"ingest/{raw.kind}"] += 1
-    drop_rows = [_quarantine(q) for q in quarantined] + drop_rows
-    batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
-    drop_frames = [drops_frame(drop_rows)]
-    for stage in stages:
-        out = stage(batch)
-        batch = out.kept
-        drop_frames.append(out.dropped)
-        counters.update(out.counters)
-    from pipeline.dedup.keys import add_dedup_keys
-
-    batch = add_dedup_keys(batch, config.dedup)
-    drops = pl.concat(drop_frames, how="vertical")
+        # a shard that fails verification: nothing in it is trusted, its runs are quarantined
+        writer.discard()
+        whole = shard_quarantine(unit, seen, verdict.reason, verdict.detail)
+        quarantined.extend(whole)
+        drop_frames, n_kept, raw_bytes = [], 0, 0
+        counters = Counter({k: v for k, v in counters.items() if k.startswith("ingest/")})
+        ingested = Counter(k for k in ingested.elements() if k.startswith("|"))  # line-level entries stay
+        for q in whole:
+            ingested[f"|{epoch_key(q.epoch)}"] += 1
+    drops = pl.concat([drops_frame([_quarantine(q) for q in quarantined]), *drop_frames], how="vertical")
     n_in = sum(ingested.values())
-    if batch.height + drops.height != n_in:
-        raise AssertionError(f"{unit.key}: {n_in} ingested but {batch.height} kept + {drops.height} dropped")
+    if n_kept + drops.height != n_in:
+        raise AssertionError(f"{unit.key}: {n_in} ingested but {n_kept} kept + {drops.height} dropped")
     meta = {
         "unit": unit.state_key, "source": unit.source, "key": unit.key, "url": unit.url,
         "epoch": unit.epoch, "verdict": verdict.reason or "ok",
         "ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
-        "raw_bytes": sum(r.raw_bytes for r in raws),
+        "raw_bytes": raw_bytes,
     }
     crashpoint("unit_done")
-    state.write_unit(unit.state_key, chash, UnitOutput(batch, drops, meta))
+    writer.finish(add_dedup_keys(empty(WORK), config.dedup), drops, meta)
     return meta

@@ -111,6 +111,40 @@ def workdir_lock(workdir: Path) -> Iterator[None]:
         lock.unlink(missing_ok=True)
 
 
+class UnitWriter:
+    """Streams one unit's kept rows into its cache, batch by batch; ``finish`` writes the drops
+    and then the meta (the completion marker). Until then nothing counts as cached."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._tmp = directory / f".kept.parquet.{os.getpid()}.tmp"
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, frame: pl.DataFrame) -> None:
+        table = frame.to_arrow()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._tmp, table.schema, compression="zstd")
+        self._writer.write_table(table.cast(self._writer.schema))
+
+    def discard(self) -> None:
+        """Forget the rows written so far (a shard that failed verification)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
+
+    def finish(self, empty_kept: pl.DataFrame, drops: pl.DataFrame, meta: dict[str, Any]) -> None:
+        if self._writer is None:
+            self.write(empty_kept)
+        assert self._writer is not None
+        self._writer.close()
+        os.replace(self._tmp, self.dir / "kept.parquet")
+        crashpoint("unit_write")
+        atomic_write_parquet(self.dir / "drops.parquet", drops)
+        atomic_write_json(self.dir / "meta.json", meta)  # completion marker: last
+
+
 @dataclass
 class UnitOutput:
     kept: pl.DataFrame
@@ -132,6 +166,9 @@ class State:
 
     def cached(self, unit_key: str, config_hash: str) -> bool:
         return (self.cache_dir(unit_key, config_hash) / "meta.json").exists()
+
+    def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
+        return UnitWriter(self.cache_dir(unit_key, config_hash))
 
     def write_unit(self, unit_key: str, config_hash: str, out: UnitOutput) -> None:
         d = self.cache_dir(unit_key, config_hash)

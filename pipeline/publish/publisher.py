@@ -64,19 +64,21 @@ def tree_files(tree: Path) -> list[str]:
     return files
 
 
-def publish_tree(published: pl.DataFrame, drops: pl.DataFrame, stats: dict[str, Any], out_dir: Path, *,
-                 benchmarks_checked: bool) -> list[str]:
+def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, stats: dict[str, Any],
+                 out_dir: Path, *, benchmarks_checked: bool) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
-    Trees of datasets that no longer have rows are removed. Files whose bytes did not change are not
-    rewritten, so a no-op rebuild leaves every mtime as it was.
+    ``published`` may be lazy (a scan of the run store): then only one dataset's rows are in
+    memory at a time. Trees of datasets that no longer have rows are removed. Files whose bytes
+    did not change are not rewritten, so a no-op rebuild leaves every mtime as it was.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = sorted(published["dataset"].unique().to_list()) if published.height else []
+    lazy = published.lazy()
+    names = sorted(lazy.select(pl.col("dataset").unique()).collect().to_series().to_list())
     for name in names:
         if not DATASET_RE.match(name):
             raise ValueError(f"not a dataset name: {name!r}")
-        rows = published.filter(pl.col("dataset") == name)
+        rows = lazy.filter(pl.col("dataset") == name).collect()
         epochs = sorted(int(e) for e in rows["epoch"].unique().to_list() if e is not None) \
             if "epoch" in rows.columns else []
         tree = out_dir / name
