@@ -212,10 +212,10 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     for c in commits:
         ingested.update(c.get("ingested", {}))
         counters.update(c.get("counters", {}))
-    published = state.published(columns=[*PUBLISHED_NAMES, "dataset", "epoch"])
+    # stats need three narrow columns; the trees are written from a lazy scan, one dataset at a time
+    published = state.published(columns=["source_uid", "dataset", "epoch"])
     if published is None:
-        published = empty(WORK).select(*PUBLISHED_NAMES, "dataset", "epoch")
-    published = published.sort("source_uid")
+        published = empty(WORK).select("source_uid", "dataset", "epoch")
     drops = sorted_drops(state.ledger())
     tables: list[str] = []
     if not config.no_benchmarks and config.benchmarks:
@@ -235,7 +235,8 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     check_invariant(stats)  # before anything is published
     crashpoint("before_publish")
     with rep.stage("publish", total=1) as advance:
-        datasets = publish_tree(published, drops, stats, workdir / "publish",
+        datasets = publish_tree(state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"]), drops, stats,
+                                workdir / "publish",
                                 benchmarks_checked=not config.no_benchmarks)
         advance()
     atomic_write_json(ledger_dir / "datasets.json", datasets)

@@ -221,6 +221,15 @@ class State:
         frames = [pl.read_parquet(p, columns=columns) for p in parts if pq.read_schema(p).names]
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 
+    def scan_published(self, columns: list[str]) -> pl.LazyFrame:
+        """A lazy scan of the store's ``columns`` (nothing is read until collected)."""
+        parts = [p for p in self._committed_parts("published") if pq.read_schema(p).names]
+        if not parts:
+            from schemas.run import WORK, empty
+
+            return empty(WORK).select(columns).lazy()
+        return pl.scan_parquet(parts).select(columns)
+
     def ledger(self) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger")
         return pl.concat([pl.read_parquet(p) for p in parts], how="vertical") if parts else None
