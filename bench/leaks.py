@@ -161,8 +161,11 @@ def attempt_case(g: Gen, kind: str) -> tuple[list[str], list[str]]:
     return {
         "git_history": (["git log --all --oneline | head -3"], [f"{g.sha(7)} Initial import\n"]),
         "foreign_object": ([f"git show {g.sha(7)} --stat"], [f"commit {g.sha()}\n\n    docs\n\n README | 2 +-\n"]),
-        "network_fetch": ([r.choice(["curl -s https://raw.githubusercontent.com/acme/w/main/m.py", "git fetch upstream"])],
-                          [r.choice(["404: Not Found", "fatal: unable to access: Could not resolve host: github.com"])]),
+        "network_fetch": r.choice([
+            ([r.choice(["curl -s https://raw.githubusercontent.com/acme/w/main/m.py", "git fetch upstream"])],
+             [r.choice(["404: Not Found", "fatal: unable to access: Could not resolve host: github.com"])]),
+            (["git remote add upstream https://github.com/acme/w.git && git remote -v"],
+             ["upstream\thttps://github.com/acme/w.git (fetch)\nupstream\thttps://github.com/acme/w.git (push)\n"])]),
         "package_fetch": (["pip download w"], ["ERROR: Could not find a version that satisfies the requirement w\n"]),
         "site_packages": (["cat /usr/lib/python3/site-packages/w/m.py"], ["cat: ...: No such file or directory\n"]),
     }[kind]
@@ -177,6 +180,8 @@ def benign_case(g: Gen, fix_diff: str) -> tuple[list[str], list[str]]:
         (["git stash && pytest -q && git stash pop"], ["Saved working directory\n3 passed\n"]),
         (["pip install -e ."], ["Successfully installed w-1.0\n"]), (["pip install pytest-xdist"], ["Successfully installed\n"]),
         (["curl -s http://localhost:8080/health"], ['{"ok": true}']),
+        (["git remote set-url origin https://github.com/acme/w.git && git remote -v"],
+         ["origin\thttps://github.com/acme/w.git (fetch)\norigin\thttps://github.com/acme/w.git (push)\n"]),
         (["cat /usr/lib/python3/site-packages/numpy/version.py"], ["version = '1.26.0'\n"]),
     ])
 
@@ -375,32 +380,69 @@ def standalone(args: argparse.Namespace) -> str:
     return "\n".join(out_lines) + "\n"
 
 
+RETIRED = "shard retired (active: false)"  # never read by a fresh multi-epoch run: no fate to score
+
+
+def published_texts(workdir: Path) -> dict[str, str]:
+    """source_uid -> every string cell and message content of its published row."""
+    out: dict[str, str] = {}
+    for f in sorted((workdir / "publish").glob("*/data/*.parquet")):
+        df = pl.read_parquet(f)
+        strings = [c for c, t in df.schema.items() if t == pl.Utf8]
+        for row in df.iter_rows(named=True):
+            parts = [row[c] or "" for c in strings] + [m["content"] or "" for m in row["messages"]]
+            out[row["source_uid"]] = "\n".join(parts)
+    return out
+
+
 def from_workdir(args: argparse.Namespace) -> str:
     labels = [json.loads(x) for x in Path(args.labels).read_text().splitlines() if x.strip()]
-    drops = pl.read_parquet(Path(args.workdir) / "ledger" / "drops.parquet")
-    uids = drops["source_uid"].to_list()
-    reasons = [f"{s}/{r}" for s, r in zip(drops["stage"], drops["reason"], strict=True)]
-    by_suffix: dict[str, str] = {}
+    labels = [lb for lb in labels if RETIRED not in lb["note"]]
+    work = Path(args.workdir)
+    drops = pl.read_parquet(work / "ledger" / "drops.parquet")
+    pub = published_texts(work)
+    fate: dict[str, str] = {}  # uid suffix -> stage/reason, "keep" (published) or "missing"
     for lb in labels:
-        for u, rs in zip(uids, reasons, strict=True):
-            if u.endswith(lb["uid_suffix"]):
-                by_suffix[lb["uid_suffix"]] = rs
+        suf = lb["uid_suffix"]
+        hit = drops.filter(pl.col("source_uid").str.ends_with(suf))
+        if hit.height:
+            fate[suf] = f"{hit['stage'][0]}/{hit['reason'][0]}"
+        else:
+            fate[suf] = "keep" if any(u.endswith(suf) for u in pub) else "missing"
     expect = {lb["uid_suffix"]: lb["expect"] for lb in labels
               if lb["expect"].startswith(("solution_leak/", "benchmark_leak/", "keep"))}
-    got = {u: r for u, r in by_suffix.items() if r.startswith(("solution_leak/", "benchmark_leak/"))}
-    lines = [f"# Leak filters scored against {args.labels}", "", *score_leaks(expect, got), ""]
-    stats_p = Path(args.workdir) / "ledger" / "stats.json"
+    got = {u: r for u, r in fate.items() if r.startswith(("solution_leak/", "benchmark_leak/"))}
+    wrong = [(lb["expect"], fate[lb["uid_suffix"]], lb["uid_suffix"]) for lb in labels
+             if lb["expect"] != fate[lb["uid_suffix"]]]
+    lines = [f"# Leak filters scored against {args.labels}", "", *score_leaks(expect, got), "",
+             f"All labels (every stage, retired shards excepted): {len(labels)}, agreeing with the ledger: "
+             f"{len(labels) - len(wrong)}" + "".join(f"\n- expected {e}, got {g}: {u}" for e, g, u in wrong), ""]
+    # secrets: a planted value is redacted when no published text of its run (or any run) still holds it
+    stats_p = work / "ledger" / "stats.json"
     counters = json.loads(stats_p.read_text()).get("counters", {}) if stats_p.exists() else {}
-    planted = Counter(k for lb in labels for k in lb.get("secrets", []))
-    lines += ["| secret kind | planted (labels) | scrub counter |", "|---|---|---|"]
-    lines += [f"| {k} | {planted[k]} | {counters.get(f'scrub/{k}', 0)} |" for k in SECRET_KINDS]
+    blob = "\n\x00".join(pub.values())
+    planted: Counter[str] = Counter()
+    published_runs: Counter[str] = Counter()
+    leaked: Counter[str] = Counter()
+    for lb in labels:
+        for kind, value in zip(lb.get("secrets", []), lb.get("secret_values", []), strict=False):
+            planted[kind] += 1
+            if fate[lb["uid_suffix"]] == "keep":
+                published_runs[kind] += 1
+            pieces = [x for x in value.split("\n") if len(x) >= 12 and "-----" not in x] or [value]
+            leaked[kind] += any(x in blob for x in pieces)
+    lines += ["| secret kind | planted | in published runs | value still published | scrub counter | recall |",
+              "|---|---|---|---|---|---|"]
+    for k in SECRET_KINDS:
+        rc = 1 - leaked[k] / planted[k] if planted[k] else 1.0
+        lines.append(f"| {k} | {planted[k]} | {published_runs[k]} | {leaked[k]} | {counters.get(f'scrub/{k}', 0)} | "
+                     f"{rc:.2%} |")
     residue: defaultdict[str, int] = defaultdict(int)
-    for f in sorted((Path(args.workdir) / "publish").glob("*/data/*.parquet")):
-        df = pl.read_parquet(f, columns=["messages"])
-        for content in df["messages"].explode().struct.field("content").drop_nulls().to_list():
-            for kind, _ in find_secrets(content):
-                residue[kind] += 1
-    lines += ["", f"Secrets still detectable in published messages: {dict(residue) or 'none'}"]
+    for text in pub.values():
+        for kind, _ in find_secrets(text):
+            residue[kind] += 1
+    lines += ["", f"Secrets still detectable in published text (every string column and message): "
+              f"{dict(residue) or 'none'}"]
     return "\n".join(lines) + "\n"
 
 

@@ -370,3 +370,116 @@ def test_real_swebench_statements_do_not_flag_each_other(real_benchmarks: pl.Dat
     rows = [work_row(["cat x"], [t], instance_id=f"other__repo-{i}") for i, t in enumerate(texts)]
     out = stage(work_frame(rows))
     assert out.dropped.height == 0, out.dropped.to_dicts()
+
+
+# ---- confirmation by the run's own final diff (no gold patch known: pool tasks, SWE-Lego) -----------------
+
+SRC = ("def collect_items(items, strict=False):\n    result = []\n    for pos, item in enumerate(items):\n"
+       "        if len(item) > 51:\n            result.append(item)\n        elif item in seen:\n            continue\n"
+       "    return result\n")
+FIXED_SRC = SRC.replace("len(item) > 51", "len(item) >= 51")
+OWN = ("diff --git a/w/core.py b/w/core.py\nindex 1111111..2222222 100644\n--- a/w/core.py\n+++ b/w/core.py\n"
+       "@@ -2,6 +2,6 @@ def collect_items(items, strict=False):\n     result = []\n"
+       "     for pos, item in enumerate(items):\n-        if len(item) > 51:\n+        if len(item) >= 51:\n"
+       "             result.append(item)\n         elif item in seen:\n             continue\n")
+EDIT = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('/testbed/w/core.py')\ns = p.read_text()\n"
+        "old = '        if len(item) > 51:'\nnew = '        if len(item) >= 51:'\np.write_text(s.replace(old, new))\nPY")
+FIX_COMMIT = "commit 9f1e2d3c4b5a69788776655443322110ffeeddcc\nAuthor: dev <d@x>\n\n    Fix collect_items boundary\n\n"
+
+
+def own_run(commands: list[str], outputs: list[str], rcs: list[int] | None = None,
+            submission: str = OWN) -> dict[str, object]:
+    """A pool task (no patch): the run edits one line, then submits ``submission``."""
+    row = work_row([*commands, EDIT, "git diff", SUBMIT], [*outputs, "", OWN, submission],
+                   instance_id="acme__w-77", repo="acme__w", patch="", base_commit="")
+    if rcs is not None:
+        row["returncodes"] = [*rcs, 0, 0, 0]
+    return row
+
+
+@pytest.mark.parametrize(("cmds", "outs", "rcs", "kind"), [
+    (["git log --all -p -S collect_items -1"], [FIX_COMMIT + OWN], None, "git_history"),
+    (["git show 9f1e2d3c4b"], [FIX_COMMIT + OWN], None, "foreign_object"),
+    (["git show origin/fix:w/core.py | sed -n '1,8p'"], [FIXED_SRC], None, "foreign_object"),
+    (["curl -s https://raw.githubusercontent.com/acme/w/main/w/core.py | sed -n 1,8p"], [FIXED_SRC], None,
+     "network_fetch"),
+    (["diff -u /testbed/w/core.py /usr/lib/python3/site-packages/w/core.py"], [OWN.split("\n", 4)[4]], [1],
+     "site_packages"),
+    (["sed -n '1,8p' /usr/local/lib/python3.11/site-packages/w/core.py"], [FIXED_SRC], None, "site_packages"),
+], ids=["pickaxe_patch", "show_sha", "remote_branch_file", "curl_raw_range", "diff_installed_rc1", "sed_installed"])
+def test_one_line_own_fix_seen_before_written_is_confirmed(cmds: list[str], outs: list[str], rcs: list[int] | None,
+                                                           kind: str) -> None:
+    reason, detail, _ = one(own_run(cmds, outs, rcs))
+    assert (reason, detail.split()[0]) == (kind, "turn=0")
+
+
+def test_own_fix_from_last_git_diff_when_the_submission_has_none() -> None:
+    """OpenHands' finish prints no diff: the run's last plain `git diff` stands for its final diff."""
+    row = own_run(["git log --all -p -S collect_items -1"], [FIX_COMMIT + OWN],
+                  submission="COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n")
+    assert one(row)[0] == "git_history"
+
+
+@pytest.mark.parametrize(("cmds", "outs"), [
+    # the unfixed code in a foreign object: the post-image window is absent
+    (["git show 9f1e2d3c4b:w/core.py"], [SRC]),
+    # the fixed line alone, without its context (a grep over other files)
+    (["git log --all --oneline", "git show 9f1e2d3c4b -- other.py"],
+     ["9f1e2d3 other\n", "+        if len(item) >= 51:\n+        x = 1\n"]),
+])
+def test_own_fix_not_shown_is_only_an_attempt(cmds: list[str], outs: list[str]) -> None:
+    reason, _, counters = one(own_run(cmds, outs))
+    assert reason is None and counters
+
+
+def test_own_fix_seen_after_the_run_wrote_it_is_not_a_leak() -> None:
+    """`git diff HEAD~1` after the run's own edit shows the run's own work, not an oracle."""
+    row = work_row([EDIT, "git diff HEAD~1", SUBMIT], ["", OWN, OWN], instance_id="acme__w-77", repo="acme__w")
+    reason, _, counters = one(row)
+    assert reason is None and counters == {"solution_leak_attempt/foreign_object": 1}
+
+
+def test_remote_set_url_with_a_token_is_not_a_fetch() -> None:
+    """Setting a push URL and listing remotes transfers nothing (a secret-planting look-alike)."""
+    cmd = "git remote set-url origin https://x-access-token:ghp_x@github.com/acme/tools.git && git remote -v"
+    out = ("origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (fetch)\n"
+           "origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (push)\n")
+    assert one(leak_run([cmd], [out])) == (None, "", {})
+
+
+def test_remote_add_without_transfer_is_an_attempt() -> None:
+    """`git remote add` then `git remote -v`: the listing is not fetched content."""
+    cmd = "git remote add upstream https://github.com/acme/widget.git && git remote -v"
+    out = "upstream\thttps://github.com/acme/widget.git (fetch)\nupstream\thttps://github.com/acme/widget.git (push)\n"
+    reason, _, counters = one(leak_run([cmd], [out]))
+    assert reason is None and counters == {"solution_leak_attempt/network_fetch": 1}
+
+
+# ---- one-line gold patches: matched only as a printed diff naming the file ----------------------------------
+
+ONE_LINE = """diff --git a/lib/enums.py b/lib/enums.py
+--- a/lib/enums.py
++++ b/lib/enums.py
+@@ -31,6 +31,7 @@ def __new__(metacls, classname, bases, classdict):
+         cls.label = property(lambda self: cls._value2label_map_.get(self.value))
++        cls.do_not_call_in_templates = True
+         return enum.unique(cls)
+"""
+
+
+def one_line_table() -> pl.DataFrame:
+    return pl.DataFrame({"benchmark": ["swebench_verified"], "instance_id": ["acme__enums-12304"],
+                         "repo": ["acme/enums"], "base_commit": ["e" * 40], "problem_statement": [BENCH_STATEMENT],
+                         "patch": [ONE_LINE]})
+
+
+def test_one_line_gold_patch_printed_whole_is_a_leak() -> None:
+    reason, detail = bench_one(work_row(["cat /tmp/review/fix.diff"], [ONE_LINE]), one_line_table())
+    assert reason == "gold_patch" and "instance=acme__enums-12304" in detail
+
+
+def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
+    """The same one-liner in another project's own diff is a coincidence, not the benchmark's patch."""
+    own = ("diff --git a/src/other.py b/src/other.py\n@@ -1,2 +1,3 @@\n class X:\n"
+           "+        cls.do_not_call_in_templates = True\n")
+    assert bench_one(work_row(["git diff"], [own]), one_line_table()) == (None, "")

@@ -259,7 +259,9 @@ def test_labels_point_at_real_records_and_cover_the_vocabulary(corpus: tuple[Pat
     assert len({lab["uid_suffix"] for lab in labs}) == len(labs)
     count = 0
     for lab in labs:
-        assert set(lab) == {"uid_suffix", "expect", "secrets", "note"}
+        assert set(lab) == {"uid_suffix", "expect", "secrets", "secret_values", "note"}
+        # one planted value per planted kind, and each value is really in the record's text
+        assert len(lab["secret_values"]) == len(lab["secrets"])
         uid = lab["uid_suffix"]
         if "#L" in uid:
             key, line = uid.rsplit("#L", 1)
@@ -298,13 +300,14 @@ def test_planted_cases_carry_their_evidence(corpus: tuple[Path, dict[str, Any]],
         body = text(rec)
         exp = lab["expect"]
         if exp == "solution_leak/network_fetch":
-            assert re.search(r"curl -s?L? ?-?s?L? https://github\.com/.+/pull/\d+\.diff", body) and "\n+++ b/" in body
+            assert re.search(r"(?:curl -sL|wget -qO-) https://github\.com/.+/pull/\d+\.(?:diff|patch)", body) \
+                or re.search(r"curl -s https://raw\.githubusercontent\.com/\S+ \| sed -n", body)
         elif exp == "solution_leak/bug_patch":
             assert "git show HEAD~1" in body and "    Bug Patch\n" in body
         elif exp == "solution_leak/git_history":
-            assert "git log --all" in body
+            assert "git log --all" in body or "git log --branches --remotes" in body
         elif exp == "solution_leak/site_packages":
-            assert "site-packages/" in body
+            assert re.search(r"(?:cat|sed -n '\d+,\d+p'|diff -u \S+) /\S+/site-packages/", body)
         elif exp == "solution_leak/package_fetch":
             assert "pip download" in body and "Successfully downloaded" in body
         elif exp == "task_dedup/benchmark_task":
@@ -325,7 +328,7 @@ def test_planted_cases_carry_their_evidence(corpus: tuple[Path, dict[str, Any]],
             a, b = text(orig), body
             assert a != b and len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) <= 3
         elif exp == "keep" and lab["secrets"]:
-            assert lab["secrets"] and all(re.search(r"[A-Za-z0-9]{12,}", body) for _ in lab["secrets"])
+            assert all(v in body or v.replace("\n", "\\n") in body for v in lab["secret_values"])
         if exp == "keep" and "ordinary run" in lab["note"]:
             iid = rec["instance_id"]
             assert iid not in bench and iid.split("-")[0].replace("__", "/") not in {b["repo"] for b in bench.values()}
@@ -347,8 +350,10 @@ def test_catalog_tables(corpus: tuple[Path, dict[str, Any]]) -> None:
     fence = re.compile(r"```bash\n(.*?)\n```", re.S)
     cmds = [fence.search(m["content"]).group(1) for m in first if m["role"] == "assistant"]
     assert cmds == [fence.search(n["content"]).group(1) for n in rec["nodes"] if n["role"] == "assistant"]
-    assert [m["content"] for m in first if m["role"] == "user"][1:] == \
-        [n["content"] for n in rec["nodes"] if n["role"] == "user"][1:len(cmds)]
+    # a true re-export: exactly the messages the pipeline publishes for that record (same exact hash)
+    from pipeline.sources.synth import published_messages
+    assert first == published_messages(rec, dup[0]["uid_suffix"])
+    assert first[0]["role"] == "system" and first[-1]["role"] == "user"
 
 
 def test_without_benchmarks_a_synthetic_table_is_written_and_used(tmp_path: Path) -> None:

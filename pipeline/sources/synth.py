@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import io
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -320,9 +321,13 @@ def plan_epoch(rng: random.Random, c: Corpus, ei: int, n_views: int) -> list[Pla
     p = planned(make_task(rng, brepo, "swesmith"), expect="task_dedup/benchmark_task")
     p.with_base_commit = False
     p.note.append(f"same repo at the base commit of {row['benchmark']}:{row['instance_id']} (commit from the SWE-smith id)")
-    row = bench[2 % len(bench)]
-    p = planned(new_task(rng, c), expect="benchmark_leak/gold_patch",
-                plants=[("output", ("cat docs/upstream_fix.patch", row["patch"], "There is a patch file in docs; let me read it."))])
+    # the whole gold patch must be visible: take a row whose patch is not cut by output truncation
+    fits = [r for r in bench if len(r["patch"]) < 8000] or bench
+    row = fits[2 % len(fits)]
+    cmd, thought = rng.choice((("cat docs/upstream_fix.patch", "There is a patch file in docs; let me read it."),
+                               ("cat /tmp/review/fix.diff", "A reviewer left a diff in /tmp/review; let me read it."),
+                               ("git stash show -p stash@{0}", "There is a stash in this checkout; what does it hold?")))
+    p = planned(new_task(rng, c), expect="benchmark_leak/gold_patch", plants=[("output", (cmd, row["patch"], thought))])
     p.note.append(f"output carries the gold patch of {row['instance_id']}")
     row = bench[3 % len(bench)]
     p = planned(new_task(rng, c), expect="benchmark_leak/problem_statement",
@@ -357,7 +362,10 @@ def plan_epoch(rng: random.Random, c: Corpus, ei: int, n_views: int) -> list[Pla
 def near_copy(rec: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """The same run with a few characters changed in its longest observation, new ids."""
     new = copy.deepcopy(rec)
-    users = [n for n in new["nodes"][2:] if n["role"] == "user" and len(n["content"]) > 200]
+    # an observation short enough to be published whole: an edit inside the part that output
+    # truncation (10,000 chars) elides would leave the converted run identical, i.e. an exact copy
+    users = [n for n in new["nodes"][2:] if n["role"] == "user" and 200 < len(n["content"]) < 8000
+             and "<tool_response>" not in n["content"][200:]]
     target = max(users, key=lambda n: len(n["content"])) if users else new["nodes"][-1]
     s = target["content"]
     pos = len(s) // 2
@@ -375,8 +383,10 @@ def write_chunk(root: Path, key: str, lines: list[bytes]) -> tuple[str, int]:
     return hashlib.sha256(raw).hexdigest(), len(raw)
 
 
-def label(c: Corpus, uid: str, expect: str, secrets: list[str], note: str) -> None:
-    c.labels.append({"uid_suffix": uid, "expect": expect, "secrets": secrets, "note": note})
+def label(c: Corpus, uid: str, expect: str, secrets: list[str], note: str, values: list[str] | None = None) -> None:
+    """One label line; ``secret_values`` are the planted secret strings, which no published text may hold."""
+    c.labels.append({"uid_suffix": uid, "expect": expect, "secrets": secrets, "secret_values": list(values or []),
+                     "note": note})
     c.summary[f"label/{expect}"] += 1
 
 
@@ -439,7 +449,16 @@ def emit_epoch(out: Path, c: Corpus, ei: int, runs: int, chunk_records: int) -> 
             if expect == "traj_dedup/near":  # name the original by its uid, now that it has one
                 rid = note.split("@")[1]
                 note = note.replace(f"@{rid}@", uid_of[rid])
-            label(c, uid, expect, secrets, note)
+                if uid < uid_of[rid]:
+                    # traj_dedup keeps the lowest source_uid of a same-epoch cluster (L41 sorts before L8):
+                    # then the copy is the representative and the original is the near-duplicate
+                    orig = next(lb for lb in c.labels if lb["uid_suffix"] == uid_of[rid])
+                    c.summary[f"label/{orig['expect']}"] -= 1
+                    c.summary["label/traj_dedup/near"] += 1
+                    orig["expect"] = "traj_dedup/near"
+                    orig["note"] += f"; near-duplicate of {uid} (a few characters changed), which sorts first"
+                    expect, note = "keep", note.replace("near-duplicate of", "kept over its near-duplicate")
+            label(c, uid, expect, secrets, note, p.builder.secret_values if p is not None and p.builder else [])
             if ei == 0 and p is not None and p.note == ["ordinary run"] and expect == "keep" and len(c.first_pairs) < 8:
                 c.first_pairs.append((c.labels[-1], rec_obj))
             if p is not None and c.catalog_dup is not None and c.catalog_dup[0] is p:
@@ -534,7 +553,8 @@ def emit_traces(out: Path, c: Corpus, ei: int, runs: int, rng: random.Random, wh
         c.bytes_out += len(raw)
         listed.append({"key": key, "sha256": gsha})
         for li, (p, secrets) in enumerate(metas, 1):
-            label(c, f"{key}#L{li}", p.expect, secrets, "; ".join([f"trace {p.harness}", f"root={p.root}", *p.note]))
+            label(c, f"{key}#L{li}", p.expect, secrets, "; ".join([f"trace {p.harness}", f"root={p.root}", *p.note]),
+                  p.builder.secret_values if p.builder else [])
     man = out / "traces" / "manifest.json"
     old = orjson.loads(man.read_bytes())["chunks"] if man.exists() and ei > 0 else []
     _write(man, orjson.dumps({"chunks": sorted(old + listed, key=lambda x: x["key"])},
@@ -568,7 +588,7 @@ def write_manifests(out: Path, seed: int, per_epoch: list[list[dict[str, Any]]])
 def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
     rng = _rng(c.seed, "swelego")
     n = max(8, runs // 6)
-    rows: list[tuple[str, list[dict[str, str]], str, str, list[str]]] = []
+    rows: list[tuple[str, list[dict[str, str]], str, str, list[str], list[str]]] = []
     py = [r for r in c.repos if r.spec.language == "python"]
     for i in range(n):
         repo = rng.choice(py)
@@ -589,7 +609,7 @@ def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
             t.instance_id = f"{repo.spec.key}-{rng.randint(100, 99999)}"
         root = f"/workspace/{t.repo.spec.name}"
         b = build_run(rng, t, root, "openhands", pick_turns(rng), plants, True)
-        if rng.random() < 0.3:  # an insert edit (str_replace_editor insert) on a file the run viewed
+        if i == 3 or rng.random() < 0.3:  # an insert edit (always one: every corpus covers insert) (str_replace_editor insert) on a file the run viewed
             rel = t.test_rel
             text = b.read(rel)
             b.view(rel, full=True)
@@ -603,7 +623,7 @@ def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
                                                old="\n".join(lines[:line]) + "\n", new="\n".join(lines[:line]) + "\n" + ins + "\n",
                                                args={"insert_line": line, "insert_text": ins}))
         msgs = render_openhands(b.acts, t.statement, root, rng, "I fixed the boundary comparison; tests pass.")
-        rows.append((t.instance_id, msgs, expect, note, list(b.secrets)))
+        rows.append((t.instance_id, msgs, expect, note, list(b.secrets), list(b.secret_values)))
         c.summary["kind/swelego"] += 1
         c.summary["harness/openhands"] += 1
         c.summary["dialect/openhands"] += 1
@@ -616,13 +636,13 @@ def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
     for i, r in enumerate(resolved):
-        label(c, f"{pq_name}#row={i}", r[2], r[4], r[3])
+        label(c, f"{pq_name}#row={i}", r[2], r[4], r[3], r[5])
     js_name = "unresolved-00000-of-00001.jsonl"
     lines = []
     for i, r in enumerate(unresolved):
         msgs: Any = orjson.dumps(r[1]).decode() if i % 2 == 0 else r[1]  # JSON string in some rows
         lines.append(_dumps({"instance_id": r[0], "messages": msgs}))
-        label(c, f"{js_name}#row={i}", r[2], r[4], r[3] + ("; messages as a JSON string" if i % 2 == 0 else ""))
+        label(c, f"{js_name}#row={i}", r[2], r[4], r[3] + ("; messages as a JSON string" if i % 2 == 0 else ""), r[5])
     raw = b"".join(x + b"\n" for x in lines)
     _write(out / "data" / js_name, raw)
     c.bytes_out += len(raw) + path.stat().st_size
@@ -669,12 +689,16 @@ def emit_catalog(out: Path, c: Corpus, first_epoch: list[dict[str, Any]]) -> Non
         seen.add(iid)
         owner_repo = rec["repo"].replace("/", "__")
         commit = rec.get("base_commit") or _commit_of(c, iid)
+        # the pipeline knows a run's checkout only from base_commit or a SWE-smith id (DESIGN §2.1)
+        known = bool(rec.get("base_commit")) or bool(re.match(r"^[\w-]+__[\w.-]+\.[0-9a-f]{8}\.", iid))
         same = len(tasks) % 2 == 0
         kind = "albedo" if len(tasks) % 4 < 2 else "open-swe"
         tid = f"{owner_repo}.{rand_hex(rng, 8)}" if kind == "albedo" else f"{owner_repo}-{rng.randint(10000, 99999)}"
         tasks.append({"task_id": tid, "id_kind": kind, "repo": owner_repo,
                       "commit": commit if same else digest("other", commit)[:40], "upstream_id": iid})
-        lab["note"] += f"; catalog task {tid} ({kind}) at {'the same checkout: maps' if same else 'another commit: does not map'}"
+        where = ("the same checkout: maps" if known else "the same checkout, unknown to the run (no base_commit, "
+                 "pool id): does not map") if same else "another commit: does not map"
+        lab["note"] += f"; catalog task {tid} ({kind}) at {where}"
     for _ in range(4):  # unrelated catalog tasks
         spec = rng.choice(REPOS)
         tasks.append({"task_id": f"{spec.key}.{rand_hex(rng, 8)}", "id_kind": "albedo", "repo": spec.key,
@@ -697,9 +721,7 @@ def emit_catalog(out: Path, c: Corpus, first_epoch: list[dict[str, Any]]) -> Non
     for i, (p, _uid) in enumerate(runs):
         assert p.builder is not None
         if i == 0 and p.record is not None:
-            msgs = [{"role": n["role"], "content": n["content"]} for n in p.record["nodes"]]
-            if msgs and msgs[-1]["role"] == "user" and not msgs[-1]["content"].startswith("<returncode>"):
-                msgs = msgs[:-1]  # published runs end on the submit turn's observation-free assistant message
+            msgs = published_messages(p.record, _uid)
         else:
             msgs = render_mini(p.builder.acts, p.task.statement, rng)[:-1]
         t = p.task
@@ -716,6 +738,20 @@ def emit_catalog(out: Path, c: Corpus, first_epoch: list[dict[str, Any]]) -> Non
     rpath = out / "runs" / "part-0.parquet"
     rpath.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, PUBLISHED), rpath, compression="zstd")
+
+
+def published_messages(record: dict[str, Any], uid: str) -> list[dict[str, str]]:
+    """The messages this pipeline publishes for a view record: what an earlier published dataset holds.
+
+    The catalog's duplicate must be a true re-export (same converted messages, so the same exact hash);
+    copying the raw view nodes would differ in templates, truncation and the final submission turn.
+    """
+    from pipeline.convert import convert_episode
+    from pipeline.episode import RawRun
+    from pipeline.parsers import parse_raw
+
+    raw = RawRun(uid or "synth:catalog", "Affine corpus", "view", BASE_EPOCH, record, len(_dumps(record)))
+    return [{"role": m["role"], "content": m["content"]} for m in convert_episode(parse_raw(raw)).messages]
 
 
 def _commit_of(c: Corpus, iid: str) -> str:

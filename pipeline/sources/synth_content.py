@@ -8,6 +8,7 @@ the same checkout, which is what makes edits, ``cat -n`` views and ``git diff`` 
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import random
@@ -651,7 +652,11 @@ def make_secret(rng: random.Random, kind: str) -> tuple[str, str, str]:
         v = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
         return v, "cat ~/.ssh/id_rsa", v + "\n"
     if kind == "jwt":
-        v = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + _b64url(rng, 60) + "." + _b64url(rng, 43)
+        # a real JWT: base64url(header JSON) . base64url(claims JSON) . signature — both start "eyJ"
+        claims = (f'{{"sub":"{rng.randint(1000, 99999)}","name":"{rand_str(rng, string.ascii_lowercase, 8)}",'
+                  f'"iat":{rng.randint(1_600_000_000, 1_800_000_000)},"role":"{rng.choice(("admin", "dev", "ci"))}"}}')
+        body = base64.urlsafe_b64encode(claims.encode()).decode().rstrip("=")
+        v = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + body + "." + _b64url(rng, 43)
         return v, f"curl -s -H 'Authorization: Bearer {v}' http://localhost:5000/api/me", f'{{"user": "dev", "token": "{v}"}}\n'
     if kind == "url_password":
         v = rand_str(rng, ALNUM, 14)

@@ -8,9 +8,12 @@
    ``site_packages``;
 2. the observation of that command must show the fix was delivered: containment of the task's fix
    lines (the gold patch's added lines, or for SWE-smith tasks — whose ``patch`` introduces the bug —
-   its removed lines) >= ``FIX_CONTAINMENT``; or the run's own submitted diff found in it (>= 0.8,
-   research §4.3); the task's PR number in a history listing; a SWE-smith "Bug Patch"/"Remove F2P
-   Tests" commit shown with its diff; a fetch or install that returned content, not an error.
+   its removed lines) >= ``FIX_CONTAINMENT``; or the run's own final diff found in it before the run
+   wrote it (research §4.3: >= 0.8 of its added lines, each block seen *with its context* as one
+   contiguous post-image, so a one-line fix counts and a stray equal line does not); the task's PR
+   number in a history listing; a SWE-smith "Bug Patch"/"Remove F2P Tests" commit shown with its
+   diff; a fetch or install that returned content, not an error (for ``git fetch/pull/clone``: git's
+   own transfer output).
 
 Confirmed -> drop ``solution_leak/<kind>`` (first confirmed turn). Unconfirmed -> kept, counter
 ``solution_leak_attempt/<kind>`` once per run and kind. Only runs whose commands match one combined
@@ -23,9 +26,11 @@ show`` hunk, a ``curl``'d raw file and a ``.patch`` URL alike.
 ``BenchmarkLeak`` drops runs on non-benchmark tasks whose text carries a benchmark instance:
 
 * ``instance_id``: a benchmark id as a whole token (other than the run's own instance);
-* ``gold_patch``: >= ``GOLD_MIN_LINES`` (all of them for a 2-line patch; 1-line patches are not
-  indexed) distinctive added lines of a gold patch and >= 50% of them,
-  found as diff additions (``+line``) anywhere or verbatim in the agent's own actions. Plain lines of
+* ``gold_patch``: >= ``GOLD_MIN_LINES`` (all of them for a 2-line patch) distinctive added lines of a
+  gold patch and >= 50% of them, found as diff additions (``+line``) anywhere or verbatim in the
+  agent's own actions. A patch with one distinctive added line (common in SWE-bench) only matches
+  as a printed diff: its ``+`` line as an addition in a text that also names the patch's file, never
+  by the added line alone (template-like one-liners recur across repositories). Plain lines of
   observations never count: a ``cat`` of a later checkout (or an installed copy) of the same library
   is the repository's unchanged source, corpus material (marin#6852, research §3.1);
 * ``problem_statement``: word 8-gram containment of a statement >= ``STATEMENT_CONTAINMENT`` (0.5;
@@ -219,6 +224,8 @@ class Task:
     pr_number: str
     own_shas: set[str] = field(default_factory=set)
     submitted: list[str] = field(default_factory=list)  # the run's own final added lines
+    own_blocks: list[OwnBlock] = field(default_factory=list)  # the run's own final diff, as post-image windows
+    written: str = ""  # the run's commands so far (whitespace collapsed): what it has typed itself
 
     @property
     def packages(self) -> set[str]:
@@ -300,7 +307,7 @@ def classify(seg: Segment, task: Task) -> str | None:
             if sub == "clone" and not any("://" in p or p.startswith("git@") for p in pos):
                 return None  # a local copy of the own checkout
             return "network_fetch"
-        if sub == "remote" and args and args[0] in ("add", "update", "set-url"):
+        if sub == "remote" and args and args[0] in ("add", "update"):  # set-url/-v transfer nothing
             return "network_fetch"
         if sub == "cherry-pick":
             return "foreign_object" if pos else None
@@ -355,7 +362,97 @@ _FETCH_ERROR = re.compile(
 _PKG_OK = re.compile(r"Successfully (?:installed|downloaded)|^Saved \S+|^Installed \d+ package", re.M)
 _BUG_SUBJECT = re.compile(
     r"(?m)^(?:[*|\\/ ]*(?:commit )?[0-9a-f]{7,40}\s+(?:\([^)\n]*\)\s+)?|\s{4})(?:Bug Patch|Remove F2P Tests)\s*$")
+_GIT_TRANSFER = re.compile(
+    r"(?m)^From \S+$|^\s*\* \[new (?:branch|tag|ref)\]|^\s*[0-9a-f]{7,}\.\.[0-9a-f]{7,}\s+\S+\s+->|"
+    r"^Cloning into |^Receiving objects: |^Unpacking objects: |^Updating [0-9a-f]{7,}\.\.[0-9a-f]{7,}$|^Fast-forward$")
 _OWN_COMMIT = re.compile(r"(?m)^\[[^\]\s]+(?: \(root-commit\))? ([0-9a-f]{7,40})\]")
+
+
+OWN_CONTEXT = 2  # context lines kept on each side of an added block
+
+
+@dataclass
+class OwnBlock:
+    added: list[str]  # normalised distinctive added lines of the block
+    window: list[str]  # normalised post-image: <= OWN_CONTEXT context lines, the added lines, <= OWN_CONTEXT after
+
+
+def own_blocks(diff: str) -> list[OwnBlock]:
+    """The run's own diff as post-image windows: each run of added lines with the context around it.
+
+    A window is what a copy of the fixed file (an installed copy, a later commit, a fetched file) shows
+    as consecutive lines, and what the unfixed checkout does not.
+    """
+    blocks: list[OwnBlock] = []
+    for hunk in re.split(r"(?m)^@@[^\n]*\n", diff)[1:]:
+        post: list[tuple[str, bool]] = []
+        for raw in hunk.split("\n"):
+            if raw.startswith("diff --git"):
+                break
+            if raw.startswith(("+", " ")) and not raw.startswith("+++"):
+                n = norm_line(" " + raw[1:])
+                if n:
+                    post.append((n, raw[0] == "+"))
+        i = 0
+        while i < len(post):
+            if not post[i][1]:
+                i += 1
+                continue
+            j = i
+            while j < len(post) and post[j][1]:
+                j += 1
+            added = [x for x, _ in post[i:j] if distinctive(x)]
+            if added:
+                window = [x for x, _ in post[max(0, i - OWN_CONTEXT):min(len(post), j + OWN_CONTEXT)]]
+                blocks.append(OwnBlock(added, window))
+            i = j
+    return blocks
+
+
+def _obs_lines(output: str) -> list[str]:
+    """Normalised non-empty lines of an observation; in a diff, removed lines are dropped so that the
+    post-image (context + added) reads as consecutive lines."""
+    is_diff = "\n@@ " in output or output.startswith("@@ ")
+    out: list[str] = []
+    for raw in output.split("\n"):
+        if is_diff and raw.startswith("-") and not raw.startswith("---"):
+            continue
+        n = norm_line(raw)
+        if n:
+            out.append(n)
+    return out
+
+
+def _has_run(seq: list[str], window: list[str]) -> bool:
+    k = len(window)
+    first = window[0]
+    return any(seq[i:i + k] == window for i, x in enumerate(seq) if x == first)
+
+
+def own_fix_seen(task: Task, output: str) -> bool:
+    """Did this observation show the run's own final fix before the run typed it (research §4.3)?"""
+    blocks = [b for b in task.own_blocks if not all(x in task.written for x in b.added)]
+    total = sum(len(b.added) for b in task.own_blocks)
+    if not blocks or not output:
+        return False
+    seq = _obs_lines(output)
+    seen = sum(len(b.added) for b in blocks if _has_run(seq, b.window))
+    return seen > 0 and seen / total >= OWN_DIFF_CONTAINMENT
+
+
+_PLAIN_DIFF = re.compile(r"^git (?:--no-pager )?diff(?: (?:HEAD|--cached|--staged|--no-color|-U\d+))*$")
+
+
+def own_final_diff(commands: list[str], outputs: list[str]) -> str:
+    """The run's own final diff: the submission's output, else the last plain ``git diff`` it printed."""
+    if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
+        sub = outputs[len(commands) - 1] or ""
+        if "\n@@ " in sub:
+            return sub
+    for cmd, out in zip(reversed(commands), reversed(outputs[:len(commands)]), strict=False):
+        if out and "\n@@ " in out and any(_PLAIN_DIFF.match(" ".join(seg.argv)) for seg in split_command(cmd)):
+            return out
+    return ""
 
 
 def delivered_content(output: str, rc: int | None) -> bool:
@@ -368,7 +465,7 @@ def confirm(kind: str, seg: Segment, output: str, rc: int | None, task: Task) ->
         return "diff --git" in output or containment(task.fix, line_set(output)) >= FIX_CONTAINMENT, "bug_patch"
     lines = line_set(output) if output else set()
     fix_hit = bool(task.fix) and containment(task.fix, lines) >= FIX_CONTAINMENT
-    own_hit = len(task.submitted) >= 2 and containment(task.submitted, lines) >= OWN_DIFF_CONTAINMENT
+    own_hit = own_fix_seen(task, output)
     if kind == "git_history":
         pr = bool(task.pr_number) and re.search(
             rf"(?:#|pull/|PR[ -]?|pull request #?){task.pr_number}\b", output) is not None
@@ -385,12 +482,16 @@ def confirm(kind: str, seg: Segment, output: str, rc: int | None, task: Task) ->
             return containment(task.fix, set(task.submitted)) >= FIX_CONTAINMENT, kind
         return False, kind
     if kind == "network_fetch":
-        return delivered_content(output, rc) or fix_hit, kind
+        if seg.argv[0] == "git":  # other commands of the chain print too (`git remote -v`): git's own words count
+            return (rc in (None, 0) and bool(_GIT_TRANSFER.search(output))) or fix_hit or own_hit, kind
+        return delivered_content(output, rc) or fix_hit or own_hit, kind
     if kind == "package_fetch":
         return bool(_PKG_OK.search(output)) and not re.search(r"(?m)^ERROR:", output), kind
     if kind == "site_packages":
         copies = seg.argv[0] in ("cp", "rsync") and rc in (None, 0) and not _FETCH_ERROR.search(output)
-        return (delivered_content(output, rc) and fix_hit) or copies, kind
+        if seg.argv[0] in ("diff", "colordiff", "cmp") and rc == 1:
+            rc = 0  # diff's "the files differ": its output is the difference
+        return (delivered_content(output, rc) and (fix_hit or own_hit)) or copies, kind
     return False, kind
 
 
@@ -409,12 +510,16 @@ def scan_run(row: dict[str, object]) -> Verdict:
     rcs: list[int | None] = list(row.get("returncodes") or [])  # type: ignore[call-overload]
     if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
         task.submitted = diff_side(outputs[len(commands) - 1] or "", "+")
+    task.own_blocks = own_blocks(own_final_diff(commands, outputs))
     verdict = Verdict()
+    written: list[str] = []
     for i, cmd in enumerate(commands):
         out = (outputs[i] if i < len(outputs) else "") or ""
         rc = rcs[i] if i < len(rcs) else None
         if not cmd or SUBMIT_MARK in cmd:
             continue
+        written.append(_WS.sub(" ", cmd))
+        task.written = "\n".join(written)
         for seg in split_command(cmd):
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
@@ -541,9 +646,14 @@ class BenchmarkLeak(Stage):
         g = pl.DataFrame({"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
                          schema={"inst": pl.UInt32, "x": pl.Utf8})
         g = g.select("inst", _norm_lines(pl.lit("+") + pl.col("x")).hash(seed=11).alias("h")).unique()
-        # A 1-line patch is too weak to match on its own (ids and statements still cover it).
         self.gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         self.gold = g.join(self.gold_total.select("inst"), on="inst")
+        # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
+        # an addition (``+line``) in a text that also names the gold patch's file (a printed patch).
+        one = g.group_by("inst").len("total").filter(pl.col("total") == 1).select("inst")
+        self.small = g.join(one, on="inst")
+        self.small_paths = {i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p)
+                            for i, p in enumerate(self.inst["patch"].to_list())}
         # Statements: 8-gram hashes; boilerplate n-grams (in > MAX_GRAM_DF statements) are dropped.
         s = ngram_hashes(self.inst["problem_statement"]).rename({"doc": "inst"})
         df = s.group_by("g").len("df")
@@ -596,6 +706,15 @@ class BenchmarkLeak(Stage):
                          & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)))
             hits.append(m.select("doc", "inst", pl.lit("gold_patch").alias("reason"),
                                  (pl.col("n") / pl.col("total")).alias("score")))
+        if self.small.height:
+            plus = (_line_table(t.select(pl.concat_str(["task", "outputs"], separator="\n")).to_series())
+                    .filter(pl.col("plus")).select("doc", "h").unique().join(self.small, on="h"))
+            pairs = [(d, i) for d, i in plus.select("doc", "inst").unique().iter_rows()
+                     if any(path in everything[d] for path in self.small_paths[i])]  # few candidates
+            hits.append(pl.DataFrame({"doc": [d for d, _ in pairs], "inst": [i for _, i in pairs],
+                                      "reason": ["gold_patch"] * len(pairs), "score": [1.0] * len(pairs)},
+                                     schema={"doc": pl.UInt32, "inst": pl.UInt32, "reason": pl.Utf8,
+                                             "score": pl.Float64}))
 
         # 3. problem statement 8-gram containment
         if self.stmt.height:
