@@ -103,3 +103,15 @@ def test_no_observation_would_stop_the_real_agent_early() -> None:
     agent = real_agent()
     for out, rc in zip(conv.outputs[:-1], conv.returncodes[:-1], strict=True):
         agent.has_finished({"output": out, "returncode": rc})  # raises Submitted if wrong
+
+
+def test_an_observation_mini_already_truncated_is_not_truncated_again() -> None:
+    from pipeline.convert.render import is_truncated_render, render_observation
+
+    once = render_observation("A" * 6000 + "B" * 6000, 0)
+    body = once.split("\n", 1)[1]  # what a mini-swe run recorded after its return code
+    assert is_truncated_render(body)
+    assert render_observation(body, 0) == once
+    assert render_observation(body, 0).count("<warning>") == 1
+    # plain text that merely mentions the tag is rendered normally
+    assert render_observation("<warning> not mini's\n", 1) == "<returncode>1</returncode>\n<output>\n<warning> not mini's\n</output>"

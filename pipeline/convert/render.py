@@ -45,8 +45,16 @@ def render_instance(task: str) -> str:
     return _template("instance.txt").replace("{{task}}", task)
 
 
+def is_truncated_render(output: str) -> bool:
+    """True for an output that mini-swe-agent itself already truncated (a mini-swe run's recorded
+    observation): the full text is gone, so it is passed through as mini showed it."""
+    return output.startswith(_WARNING) and _TRUNCATED_RE.fullmatch(output) is not None
+
+
 def render_observation(output: str, returncode: int) -> str:
     """mini-swe-agent's action_observation_template, rendered exactly (including truncation)."""
+    if is_truncated_render(output):
+        return f"<returncode>{returncode}</returncode>\n{output}"
     if len(output) < TRUNCATE_AT:
         return f"<returncode>{returncode}</returncode>\n<output>\n{output}</output>"
     elided = len(output) - TRUNCATE_AT
@@ -55,6 +63,11 @@ def render_observation(output: str, returncode: int) -> str:
         f"<elided_chars>\n{elided} characters elided\n</elided_chars>\n"
         f"<output_tail>\n{output[-5000:]}\n</output_tail>"
     )
+
+
+_TRUNCATED_RE = re.compile(
+    re.escape(_WARNING) + r"<output_head>\n.*\n</output_head>\n<elided_chars>\n\d+ characters elided\n"
+    r"</elided_chars>\n<output_tail>\n.*\n</output_tail>", re.S)
 
 
 def render_assistant(thought: str, command: str) -> str:
