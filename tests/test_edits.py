@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzzing import examples
 from pipeline.convert.edits import create_command, insert_command, py_str, replace_command
 from pipeline.convert.render import parse_actions, render_assistant
+from tests.fuzzing import examples
 
 # text that stresses quoting: quotes, backslashes, $, backticks, fences, CR, heredoc words
 _ATOMS = st.sampled_from(["'", '"', "\\", "$", "$(id)", "`", "```", "\n```\n", "EOF", "\nEOF\n",

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-
-from tests.fuzzing import examples
 from hypothesis import strategies as st
 
 from pipeline.episode import Episode, ParseError, Quarantined, RawRun
 from pipeline.parsers import PARSERS, parse_raw
 from pipeline.parsers.affine_view import longest_path
 from pipeline.parsers.files import iter_trajectory_file
+from tests.fuzzing import examples
 
 FRAGMENTS = ["<tool_call>", "</tool_call>", "<function=bash>", "<parameter=command>", "</parameter>",
              "</function>", "```bash\n", "\n```", "<returncode>", "</returncode>", "<output>", "</output>",
