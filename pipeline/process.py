@@ -80,15 +80,19 @@ def convert_runs(raws: list[RawRun], step_limit: int) -> tuple[list[dict[str, An
     counters: Counter[str] = Counter()
     for raw in raws:
         ds = dataset_of(raw)
+        dialect = "unparsed"
         try:
             ep = parse_raw(raw)
+            dialect = ep.meta.dialect
             counters.update(ep.counters)
             conv = convert_episode(ep, step_limit=step_limit)
             counters.update(conv.counters)
+            counters[f"dialect_turns/{dialect}"] += len(conv.commands)
             rows.append(work_row(raw, ep, conv))
         except PipelineDrop as exc:
             drops.append(_drop(raw, ds, exc.stage, exc.reason, exc.detail))
             counters[f"{exc.stage}/{exc.reason}"] += 1
+            counters[f"dialect_drops/{dialect}/{exc.stage}/{exc.reason}"] += 1
         except RecursionError as exc:  # hostile nesting: treated like any unreadable run
             drops.append(_drop(raw, ds, "parse", "too_deep", str(exc)[:200]))
         except Exception as exc:  # a bug must not lose the run: it is counted and explained

@@ -22,13 +22,13 @@ from pipeline.config import Config
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_write_bytes, atomic_write_json
-from pipeline.ledger import check_invariant, compute_stats, sorted_drops
+from pipeline.ledger import InvariantError, check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
 from pipeline.state import State, parquet_bytes, workdir_lock
-from schemas.run import DROPS, PUBLISHED_NAMES, WORK, empty
+from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
 
 
 class NoBenchmarks(RuntimeError):
@@ -230,14 +230,41 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     stats["epochs"] = sorted({e for e in published.get_column("epoch").to_list() if e is not None})
     ledger_dir = workdir / "ledger"
     atomic_write_bytes(ledger_dir / "drops.parquet", parquet_bytes(drops.to_arrow()))
-    atomic_write_bytes(ledger_dir / "stats.json",
-                       orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    if not stats["invariant"]["ok"]:
+        write_stats(ledger_dir, stats)  # for `audit`: the books that did not balance
     check_invariant(stats)  # before anything is published
     crashpoint("before_publish")
     with rep.stage("publish", total=1) as advance:
         datasets = publish_tree(state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"]), drops, stats,
-                                workdir / "publish",
-                                benchmarks_checked=not config.no_benchmarks)
+                                workdir / "publish", benchmarks_checked=not config.no_benchmarks)
         advance()
+    stats["validation"] = verify_trees(workdir / "publish", datasets, stats)
+    write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
+    if not stats["validation"]["ok"]:
+        raise InvariantError(f"published trees failed verification: {stats['validation']['problems']}")
     return stats, datasets
+
+
+def write_stats(ledger_dir: Path, stats: dict[str, Any]) -> None:
+    atomic_write_bytes(ledger_dir / "stats.json", orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+
+
+def verify_trees(publish_dir: Path, datasets: list[str], stats: dict[str, Any]) -> dict[str, Any]:
+    """Check what was written, from the files alone: every shard has the published schema, and
+    each dataset's shards hold exactly the rows the ledger says it published."""
+    problems: list[str] = []
+    expected = stats["published"]["by_dataset"]
+    for ds in datasets:
+        shards = sorted((publish_dir / ds / "data").glob("train-*.parquet"))
+        if not (publish_dir / ds / "README.md").exists():
+            problems.append(f"{ds}: no README.md card")
+        rows = 0
+        for shard in shards:
+            meta = pq.read_metadata(shard)
+            if not meta.schema.to_arrow_schema().remove_metadata().equals(PUBLISHED):
+                problems.append(f"{shard.name} of {ds}: schema differs from schemas/run.py")
+            rows += meta.num_rows
+        if rows != expected.get(ds, 0):
+            problems.append(f"{ds}: {rows} rows in shards, ledger says {expected.get(ds, 0)}")
+    return {"ok": not problems, "datasets": len(datasets), "problems": problems}

@@ -171,3 +171,21 @@ def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> N
     add_epoch(corpus, 2, [[distinct(1) | {"rollout_id": "re-export"}]], keep=shards)
     stats = run_pipeline(config(corpus, work)).stats
     assert stats["drops"] == {"traj_dedup/exact": 1}
+
+
+def test_published_trees_are_verified_from_the_files(tmp_path: Path) -> None:
+    from pipeline.runner import verify_trees
+
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
+    stats = run_pipeline(config(corpus, work)).stats
+    assert stats["validation"] == {"ok": True, "datasets": 1, "problems": []}
+    ds = "mini-coder-affine-textbased"
+    assert verify_trees(work / "publish", [ds], stats)["ok"]
+    # a shard that lost a row, or a tree without its card, fails the build
+    shard = next((work / "publish" / ds / "data").glob("train-*.parquet"))
+    pl.read_parquet(shard).head(1).write_parquet(shard)
+    (work / "publish" / ds / "README.md").unlink()
+    problems = verify_trees(work / "publish", [ds], stats)["problems"]
+    assert any("1 rows in shards, ledger says 2" in p for p in problems)
+    assert any("no README.md" in p for p in problems)
