@@ -7,6 +7,7 @@ stage and writes the result into the unit cache; it returns a small summary. Glo
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections import Counter
 from functools import lru_cache
@@ -70,7 +71,8 @@ def read_unit(unit: Unit, config: Config):  # noqa: ANN201 - iterator of source 
     return affine.read_unit(unit, config.limits)
 
 
-def convert_runs(raws: list[RawRun], step_limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:
+def convert_runs(raws: list[RawRun], step_limit: int, seconds: Counter[str] | None = None,
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:
     """Parse and convert each raw run; a run that cannot be is a drop with its stage and reason."""
     from pipeline.convert import convert_episode
     from pipeline.parsers import parse_raw
@@ -78,14 +80,19 @@ def convert_runs(raws: list[RawRun], step_limit: int) -> tuple[list[dict[str, An
     rows: list[dict[str, Any]] = []
     drops: list[dict[str, Any]] = []
     counters: Counter[str] = Counter()
+    timing = seconds if seconds is not None else Counter()
     for raw in raws:
         ds = dataset_of(raw)
         dialect = "unparsed"
         try:
+            t0 = time.perf_counter()
             ep = parse_raw(raw)
+            t1 = time.perf_counter()
+            timing["parse"] += t1 - t0
             dialect = ep.meta.dialect
             counters.update(ep.counters)
             conv = convert_episode(ep, step_limit=step_limit)
+            timing["convert"] += time.perf_counter() - t1
             counters.update(conv.counters)
             counters[f"dialect_turns/{dialect}"] += len(conv.commands)
             rows.append(work_row(raw, ep, conv))
@@ -122,7 +129,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     state = State(Path(workdir))
     chash = config.stage_hash()
     if state.cached(unit.state_key, chash):
-        return state.read_unit_meta(unit.state_key, chash)
+        return {**state.read_unit_meta(unit.state_key, chash), "seconds": {}}
     _, stages = worker_setup(config)
     writer = state.unit_writer(unit.state_key, chash)
     seen: list[RawRun] = []  # payload-free copies, for a shard that fails verification
@@ -137,21 +144,31 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
 
     def flush() -> None:
         nonlocal n_kept
-        rows, drop_rows, batch_counters = convert_runs(pending, config.limits.step_limit)
+        rows, drop_rows, batch_counters = convert_runs(pending, config.limits.step_limit, seconds)
         counters.update(batch_counters)
+        t0 = time.perf_counter()
         batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
         drop_frames.append(drops_frame(drop_rows))
+        seconds["rows"] += time.perf_counter() - t0
         for stage in stages:
+            t0 = time.perf_counter()
             out = stage(batch)
+            seconds[stage.name] += time.perf_counter() - t0
             batch = out.kept
             drop_frames.append(out.dropped)
             counters.update(out.counters)
+        t0 = time.perf_counter()
         batch = add_dedup_keys(batch, config.dedup)
+        seconds["dedup_keys"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
         if batch.height:
             writer.write(batch)
+        seconds["write"] += time.perf_counter() - t0
         n_kept += batch.height
         pending.clear()
 
+    seconds: Counter[str] = Counter()  # per-step wall time of this unit: returned, never cached
+    started = time.perf_counter()
     for item in read_unit(unit, config):
         if isinstance(item, RawRun):
             ingested[f"{dataset_of(item)}|{epoch_key(item.epoch)}"] += 1
@@ -190,5 +207,8 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         "raw_bytes": raw_bytes,
     }
     crashpoint("unit_done")
+    t0 = time.perf_counter()
     writer.finish(add_dedup_keys(empty(WORK), config.dedup), drops, meta)
-    return meta
+    seconds["write"] += time.perf_counter() - t0
+    seconds["read"] = max(0.0, time.perf_counter() - started - sum(seconds.values()))
+    return {**meta, "seconds": dict(seconds)}
