@@ -11,8 +11,8 @@
    - the floor: gzip decompression + `orjson.loads` of every line of the same chunks (and a
      Parquet read + `orjson.loads` of the SWE-Lego rows), mapped over the same units by the same
      executor with the same worker count;
-   - a per-stage profile: on a sample of units, in one process, each per-unit step of
-     `process_unit` timed separately next to the floor of the same units.
+   - a per-stage profile: the CPU seconds `process_unit` reports for each of its steps,
+     summed over every unit of the measured run, next to the floor's CPU seconds.
 3. Prints a markdown report and writes it to bench/results/e2e.md with the command.
 """
 
@@ -30,7 +30,6 @@ import sys
 import threading
 import time
 import zlib
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -192,59 +191,6 @@ class TreeSampler:
 
 # -- one measurement (runs in a child process) ------------------------------------------------
 
-def profile_units(units: list[Any], config: Any, scratch: Path) -> dict[str, float]:
-    """Each per-unit step of ``process_unit`` timed on its own, in this process (one core)."""
-    import polars as pl
-
-    from pipeline.convert import convert_episode
-    from pipeline.dedup.keys import add_dedup_keys
-    from pipeline.episode import RawRun
-    from pipeline.parsers import parse_raw
-    from pipeline.process import read_unit, worker_setup
-    from pipeline.rows import work_row
-    from pipeline.state import State, UnitOutput
-    from schemas.run import WORK, empty
-
-    _, stages = worker_setup(config)  # reference tables: built once per worker, not timed
-    state = State(scratch)
-    t: Counter[str] = Counter()
-    for unit in units:
-        t0 = time.perf_counter()
-        raws = [r for r in read_unit(unit, config) if isinstance(r, RawRun)]
-        t["ingest (read, gunzip, sha256, orjson)"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        eps = []
-        for raw in raws:
-            with contextlib.suppress(Exception):  # drops (PipelineDrop) and crashes alike
-                eps.append((raw, parse_raw(raw)))
-        t["parse"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        convs = []
-        for raw, ep in eps:
-            with contextlib.suppress(Exception):
-                convs.append((raw, ep, convert_episode(ep, step_limit=config.limits.step_limit)))
-        t["convert + render"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        rows = [work_row(raw, ep, conv) for raw, ep, conv in convs]
-        batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
-        t["rows"] += time.perf_counter() - t0
-        drops = []
-        for stage in stages:
-            t0 = time.perf_counter()
-            out = stage(batch)
-            batch = out.kept
-            drops.append(out.dropped)
-            t[f"stage {type(stage).__name__}"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        batch = add_dedup_keys(batch, config.dedup)
-        t["dedup keys (MinHash)"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        state.write_unit(f"profile-{unit.state_key}", "x",
-                         UnitOutput(batch, pl.concat(drops, how="vertical_relaxed"), {}))
-        t["cache write (Parquet)"] += time.perf_counter() - t0
-    return dict(t)
-
-
 def measure(corpus: Path, workdir: Path, workers: int, executor: str, n_profile: int) -> dict[str, Any]:
     from pipeline.config import Config
     from pipeline.executors import make_executor
@@ -283,14 +229,11 @@ def measure(corpus: Path, workdir: Path, workers: int, executor: str, n_profile:
     res["raw_bytes"] = sum(f["raw_bytes"] for f in floors)
     res["floor_cpu"] = sum(f["seconds"] for f in floors)
     if n_profile:
-        # the sample: units spread evenly over the (source, key)-sorted list, so every source shows
-        step = max(1, len(units) // n_profile)
-        sample = units[::step][:n_profile]
-        res["profile"] = profile_units(sample, cfg, workdir / "profile")
-        sample_floor = [floor_file(u.location) for u in sample]
-        res["profile_floor"] = sum(f["seconds"] for f in sample_floor)
-        res["profile_raw_bytes"] = sum(f["raw_bytes"] for f in sample_floor)
-        res["profile_units"] = len(sample)
+        # the run's own per-step CPU seconds (process_unit times each step), over every unit
+        res["profile"] = {k.split("/", 1)[1]: v for k, v in summary.seconds.items() if k.startswith("unit/")}
+        res["profile_floor"] = res["floor_cpu"]
+        res["profile_raw_bytes"] = res["raw_bytes"]
+        res["profile_units"] = len(units)
     return res
 
 
@@ -342,15 +285,14 @@ def report(args: argparse.Namespace, head: tuple[dict, dict], series: list[tuple
     if "profile" in m:
         pf = m["profile_floor"]
         prof_total = sum(m["profile"].values())
-        lines += ["", f"### Per-unit stages ({m['profile_units']} sample units, "
-                  f"{fmt_mb(m['profile_raw_bytes'])} raw, one process)", "",
-                  "Each step of `process_unit` timed on its own; × floor is against the decode-only floor "
-                  "of the same units in the same process.", "",
+        lines += ["", f"### Per-unit steps ({m['profile_units']} units, {fmt_mb(m['profile_raw_bytes'])} raw)", "",
+                  "CPU seconds per step of `process_unit`, summed over every unit of the run above; × floor is "
+                  "against the floor's CPU seconds over the same units.", "",
                   "| step | seconds | share | × floor |", "|---|---:|---:|---:|"]
         for name, s in m["profile"].items():
             lines.append(f"| {name} | {s:.2f} | {s / prof_total:.0%} | {s / pf:.2f} |")
         lines.append(f"| **per-unit total** | **{prof_total:.2f}** | 100% | **{prof_total / pf:.2f}** |")
-        lines.append(f"| (floor of these units) | {pf:.2f} | | 1.00 |")
+        lines.append(f"| (floor, CPU seconds) | {pf:.2f} | | 1.00 |")
     if series:
         base = series[0]
         lines += ["", "## Scaling", "",
