@@ -9,9 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.config import DedupParams
-from pipeline.dedup.keys import action_stream, add_dedup_keys, shingle_hashes
+from pipeline.dedup import keys, minhash
+from pipeline.dedup.keys import (
+    TOKEN_PATTERN,
+    action_stream,
+    add_dedup_keys,
+    minhash_signatures,
+    shingle_hashes,
+    token_hash,
+    token_hashes_flat,
+)
 from pipeline.dedup.lsh import band_keys, candidate_pairs, union_find, verify
-from pipeline.dedup.minhash import MAX_HASH, signatures
+from pipeline.dedup.minhash import MAX_HASH, Workspace, signatures
 
 
 def datasketch_signature(hashes: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
@@ -35,6 +44,48 @@ def test_signatures_are_bit_identical_to_datasketch(docs: list[list[int]], seed:
         assert ours[i].tolist() == expected.tolist()
 
 
+# Few distinct values (edge values included) so documents repeat values a lot: this exercises the
+# per-document dedup that runs before the permutations, including its hash-table collisions.
+_REPEATING = st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF, 12345, 0xDEADBEEF])
+
+
+@given(
+    docs=st.lists(st.lists(_REPEATING, max_size=300), min_size=1, max_size=20),
+    seed=st.integers(0, 2**31 - 1),
+    chunk=st.sampled_from([1, 7, 64, 1 << 16]),
+    threads=st.sampled_from([1, 2]),
+)
+@settings(max_examples=80, deadline=None)
+def test_signatures_bit_identical_when_documents_repeat_values(docs: list[list[int]], seed: int, chunk: int,
+                                                                threads: int) -> None:
+    flat = np.array([h for d in docs for h in d], dtype=np.uint32)
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    saved = minhash._CHUNK
+    minhash._CHUNK = chunk  # tiny blocks: many blocks, documents longer than a block
+    try:
+        ours = signatures(flat, offsets, 128, seed, threads=threads)
+    finally:
+        minhash._CHUNK = saved
+    for i, doc in enumerate(docs):
+        assert ours[i].tolist() == datasketch_signature(np.array(doc, dtype=np.uint32), 128, seed).tolist()
+
+
+@given(docs=st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=200), min_size=1, max_size=15))
+@settings(max_examples=100, deadline=None)
+def test_distinct_in_docs_drops_only_repeats_within_a_document(docs: list[list[int]]) -> None:
+    flat = np.array([h for d in docs for h in d], dtype=np.uint32)
+    lens = np.array([len(d) for d in docs], dtype=np.int64)
+    vals, new_lens = minhash._distinct_in_docs(flat, lens, Workspace(4))
+    out_off = np.concatenate([[0], np.cumsum(new_lens)])
+    for i, doc in enumerate(docs):
+        got = vals[out_off[i]:out_off[i + 1]].tolist()
+        assert set(got) == set(doc)  # every value of every document survives, in its own document
+        assert len(got) <= len(doc)
+    # a document of one repeated value always shrinks to that one value (same slot, same value)
+    v, n = minhash._distinct_in_docs(np.full(50, 9, dtype=np.uint32), np.array([50]), Workspace(50))
+    assert v.tolist() == [9] and n.tolist() == [1]
+
+
 def test_signatures_bit_identical_on_large_random_batch_with_threads() -> None:
     rng = np.random.default_rng(7)
     lens = rng.integers(0, 3000, 300)
@@ -56,6 +107,64 @@ def test_normalised_action_stream_masks_roots_ids_numbers_and_temp_names() -> No
     assert "/testbed" not in out and "src/app.py" in out
     assert "3f2a9c1d7e" not in out and "120" not in out and "tmpk2j4x9" not in out and "tmpa8f3kz" not in out
     assert out.count("NUM") == 3 and out.count("TMP") == 2
+
+
+_PIECES = ["a", "f", "F", "g", "Z", "_", "0", "7", "12", "3f2a", "beef", "cafe1", " ", "\n", "-", "/", ".",
+           "'", "é", "中文", "—", "“", "NUM", "tmp", "tmpab12x", "/tmp/x1", "/testbed", "0x1F", "x_1a2b"]
+
+
+def reference_token_hashes(commands: list[list[str]]) -> list[list[int]]:
+    """The specification: the polars normalisation, TOKEN_PATTERN, then token_hash per token."""
+    frame = pl.DataFrame({"c": commands}, schema={"c": pl.List(pl.Utf8)})
+    tokens = frame.select(action_stream(pl.col("c")).str.extract_all(TOKEN_PATTERN)).to_series().to_list()
+    return [[token_hash(t.encode()) for t in run or []] for run in tokens]
+
+
+@given(
+    commands=st.lists(st.lists(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join), max_size=4),
+                      min_size=1, max_size=12),
+    unit=st.sampled_from([1, 16, 1 << 19]),
+    threads=st.sampled_from([1, 2]),
+)
+@settings(max_examples=150, deadline=None)
+def test_byte_tokeniser_equals_the_regex_reference(commands: list[list[str]], unit: int, threads: int) -> None:
+    pre = pl.DataFrame({"c": commands}, schema={"c": pl.List(pl.Utf8)}).select(
+        keys._premask(pl.col("c"))).to_series()
+    saved = keys._BYTE_CHUNK
+    keys._BYTE_CHUNK = unit  # tiny units: many work units dealt to both threads
+    try:
+        flat, counts = token_hashes_flat(pre, threads=threads)
+    finally:
+        keys._BYTE_CHUNK = saved
+    off = np.concatenate([[0], np.cumsum(counts)])
+    got = [flat[off[i]:off[i + 1]].tolist() for i in range(len(commands))]
+    assert got == reference_token_hashes(commands)
+
+
+def test_byte_tokeniser_masks_numbers_and_hex_words_like_the_regex() -> None:
+    pre = pl.DataFrame({"c": [["sed -n '120,180p' a.py && git show 3f2a9c1d pkg12 cafe é12"]]}).select(
+        keys._premask(pl.col("c"))).to_series()
+    flat, counts = token_hashes_flat(pre)
+    words = ["sed", "n", "NUM", "NUM", "p", "a", "py", "git", "show", "NUM", "pkg", "NUM", "cafe", "é", "NUM"]
+    assert flat.tolist() == [token_hash(w.encode()) for w in words] and counts.tolist() == [len(words)]
+
+
+def test_fused_signatures_equal_datasketch_over_the_shingle_hashes() -> None:
+    cmds = [["grep -rn 'def parse' src/ | head -20", "sed -n '1,80p' /testbed/src/a.py"] * 3, [], ["ls"],
+            [f"python -m pytest tests/test_{i}.py -x -q -k case_{i % 3}" for i in range(40)]]
+    pre = pl.DataFrame({"c": cmds}).select(keys._premask(pl.col("c"))).to_series()
+    params = DedupParams()
+    fused = minhash_signatures(pre, params)
+    hashes, offsets = shingle_hashes(pre, params.shingle)
+    assert np.array_equal(fused, signatures(hashes, offsets, params.num_perm, params.seed))
+    for i in range(len(cmds)):
+        doc = hashes[offsets[i]:offsets[i + 1]]
+        assert fused[i].tolist() == datasketch_signature(doc, params.num_perm, params.seed).tolist()
+    assert np.all(fused[1] == MAX_HASH)  # no command, no shingle: the empty signature
+    # the number mask is idempotent: fully normalised text (what the bench feeds) hashes the same
+    normalised = pl.DataFrame({"c": cmds}).select(action_stream(pl.col("c"))).to_series()
+    h2, o2 = shingle_hashes(normalised, params.shingle)
+    assert np.array_equal(h2, hashes) and np.array_equal(o2, offsets)
 
 
 def test_masked_differences_do_not_change_the_signature() -> None:
