@@ -104,7 +104,12 @@ def publish(
         _fail(f"refusing to publish: {exc}", code=3)
     src = workdir / "publish"
     if hub:
-        plans = publish_to_hub(src, hub, dry_run=dry_run, private=private, create_pr=create_pr)
+        from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+        try:
+            plans = publish_to_hub(src, hub, dry_run=dry_run, private=private, create_pr=create_pr)
+        except (HfHubHTTPError, OfflineModeIsEnabled, OSError) as exc:
+            _fail(f"the Hub refused or could not be reached: {str(exc).splitlines()[0]}")
         for plan in plans:
             err.print(str(plan))
     else:

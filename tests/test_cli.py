@@ -1,0 +1,42 @@
+"""The command line: clear errors, exit codes, and the commands wired to the library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from tests.corpus_kit import add_epoch
+from tests.test_runner import distinct
+
+runner = CliRunner()
+
+
+def test_run_without_inputs_or_benchmarks_explains_itself(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["run", "--workdir", str(tmp_path / "w")])
+    assert res.exit_code == 2 and "nothing to ingest" in res.output
+    add_epoch(tmp_path / "c", 1, [[distinct(1)]])
+    res = runner.invoke(app, ["run", "--affine", str(tmp_path / "c"), "--workdir", str(tmp_path / "w")])
+    assert res.exit_code == 2 and "--no-benchmarks" in res.output
+
+
+def test_run_publish_and_offline_hub(tmp_path: Path) -> None:
+    add_epoch(tmp_path / "c", 1, [[distinct(1), distinct(2)]])
+    work = tmp_path / "w"
+    res = runner.invoke(app, ["run", "--affine", str(tmp_path / "c"), "--workdir", str(work),
+                              "--no-benchmarks", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "ingested 2 = published 2 + dropped 0 + quarantined 0" in res.output
+    res = runner.invoke(app, ["publish", "--workdir", str(work), "--to", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "out" / "mini-coder-affine-textbased" / "README.md").exists()
+    # HF_HUB_OFFLINE=1 (conftest): the Hub cannot be reached, and the user is told so plainly
+    res = runner.invoke(app, ["publish", "--workdir", str(work), "--hub", "someorg", "--dry-run"])
+    assert res.exit_code == 2 and "could not be reached" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_publish_before_any_run(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["publish", "--workdir", str(tmp_path), "--to", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "run `trajpipe run` first" in res.output
