@@ -65,6 +65,16 @@ def all_traces(root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for p in sorted((root / "affine/traces/chunks").glob("*.jsonl.gz")) for line in chunk_lines(p)]
 
 
+def swelego_rows(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, row) of every SWE-Lego file, in file then row order."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for p in sorted((root / "swelego/data").iterdir()):
+        rows = (pq.read_table(p).to_pylist() if p.suffix == ".parquet"
+                else [json.loads(x) for x in p.read_text().splitlines()])
+        out += [(p.name, r) for r in rows]
+    return out
+
+
 def labels(root: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (root / "labels.jsonl").read_text().splitlines()]
 
@@ -199,10 +209,10 @@ def test_every_dialect_and_harness_is_present(corpus: tuple[Path, dict[str, Any]
 def test_swelego_files_follow_openhands_text(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, _ = corpus
     data = root / "swelego/data"
-    table = pq.read_table(data / "resolved-00000-of-00001.parquet")
-    assert table.column_names == ["instance_id", "messages"]
-    rows = table.to_pylist()
-    jrows = [json.loads(x) for x in (data / "unresolved-00000-of-00001.jsonl").read_text().splitlines()]
+    for p in data.glob("*.parquet"):
+        assert pq.read_schema(p).names == ["instance_id", "messages"]
+    rows = [r for name, r in swelego_rows(root) if name.endswith(".parquet")]
+    jrows = [r for name, r in swelego_rows(root) if name.endswith(".jsonl")]
     assert any(isinstance(r["messages"], str) for r in jrows) and any(isinstance(r["messages"], list) for r in jrows)
     convs = [r["messages"] for r in rows] + [json.loads(m) if isinstance(m, str) else m
                                               for m in (r["messages"] for r in jrows)]
@@ -364,3 +374,74 @@ def test_without_benchmarks_a_synthetic_table_is_written_and_used(tmp_path: Path
     planted = [lab for lab in labels(tmp_path) if lab["expect"] == "task_dedup/benchmark_task" and "#L" in lab["uid_suffix"]]
     assert any(record_of(tmp_path, lab["uid_suffix"])["instance_id"] in ids for lab in planted)
     assert s["label"]["benchmark_leak/gold_patch"] == 1
+
+
+def labelled_records(root: Path) -> list[tuple[bytes, str]]:
+    """(the labelled record, as its bytes, the label's expectation) for every label of a corpus."""
+    out = []
+    for lab in labels(root):
+        uid = lab["uid_suffix"]
+        if "#L" in uid:
+            key, line = uid.rsplit("#L", 1)
+            record = chunk_lines(root / "affine" / key)[int(line) - 1]
+        else:
+            name, row = uid.rsplit("#row=", 1)
+            p = root / "swelego/data" / name
+            rows = (pq.read_table(p).to_pylist() if name.endswith(".parquet")
+                    else [json.loads(x) for x in p.read_text().splitlines()])
+            record = json.dumps(rows[int(row)], sort_keys=True).encode()
+        out.append((record, lab["expect"]))
+    return sorted(out)
+
+
+def test_chunk_records_caps_every_unit_and_changes_only_where_files_end(
+        tmp_path: Path, corpus: tuple[Path, dict[str, Any]], bench_dir: Path) -> None:
+    """Units must not grow with the corpus: at most ``chunk_records`` records in any view chunk, trace
+    chunk or SWE-Lego file. Cutting smaller changes the file boundaries and nothing else."""
+    root, summary = corpus
+    capped = tmp_path / "capped"
+    capped_summary = synth(capped, runs=40, epochs=2, seed=11, benchmarks=bench_dir, chunk_records=3)
+    affine = capped / "affine"
+    for p in affine.rglob("*.jsonl.gz"):
+        assert 1 <= len(chunk_lines(p)) <= 3, p
+    # under the default cap (250) each epoch's views are one chunk and each source's traces another;
+    # a cap of 3 cuts the views, the 5 swesmith traces of epoch 84 and the 5 resolved SWE-Lego rows
+    for pattern in ("views/*/chunks/*", "traces/chunks/*"):
+        assert len(list(affine.glob(pattern))) > len(list((root / "affine").glob(pattern)))
+    data = capped / "swelego/data"
+    assert sorted(p.name for p in data.iterdir()) == [
+        "resolved-00000-of-00002.parquet", "resolved-00001-of-00002.parquet", "unresolved-00000-of-00001.jsonl"]
+    assert [pq.read_metadata(data / f"resolved-0000{i}-of-00002.parquet").num_rows for i in (0, 1)] == [3, 2]
+    # every record is still there, byte for byte, in the same order where the source has one
+    key = lambda r: r["rollout_id"]  # noqa: E731
+    assert sorted(all_views(capped), key=key) == sorted(all_views(root), key=key)
+    assert sorted(all_traces(capped), key=key) == sorted(all_traces(root), key=key)
+    assert [r for _, r in swelego_rows(capped)] == [r for _, r in swelego_rows(root)]
+    # and every label names the same record with the same expectation
+    assert labelled_records(capped) == labelled_records(root)
+    assert capped_summary["label"] == summary["label"] and capped_summary["runs"] == summary["runs"]
+    # the manifests list every capped view chunk with its own record count
+    current = json.loads((affine / "corpus/manifest.json").read_bytes())
+    assert {s["key"] for s in current["shards"]} == {f"views/duel_turns@v4/chunks/{p.name}"
+                                                     for p in affine.glob("views/*/chunks/*")}
+    assert all(1 <= s["n_trajectories"] <= 3 for s in current["shards"])
+
+
+def test_trace_chunks_of_one_source_are_cut_at_the_cap(tmp_path: Path) -> None:
+    """A source with more traces than the cap gets several chunks, each named by its own sha256."""
+    synth(tmp_path / "one", runs=120, epochs=1, seed=3, chunk_records=250)
+    synth(tmp_path / "cut", runs=120, epochs=1, seed=3, chunk_records=2)
+    whole = sorted((tmp_path / "one/affine/traces/chunks").glob("*.jsonl.gz"))
+    cut = sorted((tmp_path / "cut/affine/traces/chunks").glob("*.jsonl.gz"))
+    assert max(len(chunk_lines(p)) for p in whole) > 2  # some source has more traces than the cap
+    assert all(1 <= len(chunk_lines(p)) <= 2 for p in cut)
+    src = lambda p: p.name.split("-")[0]  # noqa: E731
+    for s in {src(p) for p in whole}:
+        n = sum(len(chunk_lines(p)) for p in whole if src(p) == s)
+        assert sum(src(p) == s for p in cut) == -(-n // 2)
+    listed = json.loads((tmp_path / "cut/affine/traces/manifest.json").read_bytes())["chunks"]
+    assert sorted(x["key"] for x in listed) == [f"traces/chunks/{p.name}" for p in cut]
+    for x in listed:
+        assert hashlib.sha256((tmp_path / "cut/affine" / x["key"]).read_bytes()).hexdigest() == x["sha256"]
+    key = lambda r: r["rollout_id"]  # noqa: E731
+    assert sorted(all_traces(tmp_path / "cut"), key=key) == sorted(all_traces(tmp_path / "one"), key=key)

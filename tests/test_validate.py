@@ -7,13 +7,24 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.config import Config, Limits
 from pipeline.context import Context
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
+from pipeline.convert.render import SENTINELS, is_sentinel_output, render_observation
+from pipeline.convert.roots import find_foreign_roots
 from pipeline.episode import Episode, Meta, Step, Task, ToolCall
-from pipeline.stages.validate import Validate, check_messages, validate_messages
-from schemas.run import WORK, empty
+from pipeline.stages.validate import (
+    Validate,
+    _is_sentinel,
+    check_messages,
+    first_foreign_root,
+    maybe_roots_in,
+    validate_messages,
+)
+from schemas.run import DROPS, WORK, empty
 
 TASK = "Fix f."
 
@@ -92,3 +103,63 @@ def test_stage_drops_with_rule_and_detail() -> None:
         ("b", "validate", "action_count", "turn 0: 0 bash blocks")]
     assert out.counters["validate/action_count"] == 1
     assert SUBMIT_COMMAND in out.kept["commands"][0].to_list()
+
+
+# -- the fast paths must decide exactly what the plain rules decide -------------------------------
+
+# fragments that make and break roots: boundaries, look-alikes, dunder names, sentinels, line breaks
+FRAGMENTS = ["/", "/workspace/", "/repo", "/app", "/apps", "/testbed", "x", "_", "__", ".", "-", "~", " ",
+             "\n", "\r", "\x1c", "\u2028", "\t", "é", "½", "owner__repo", "/a__b", "__init__", ".git", "https://",
+             "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT"]
+texts = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_root_prefilters_never_miss_a_foreign_root(text: str) -> None:
+    roots = find_foreign_roots(text)
+    assert first_foreign_root(text) == (roots[0] if roots else None)
+    flags = pl.DataFrame({"messages": [[{"role": "user", "content": text}]]}).select(
+        maybe_roots_in(pl.col("messages"))).item().to_list()
+    assert flags == [True] or not roots
+
+
+# leading whitespace (line breaks included), then maybe a sentinel, then anything
+outputs = st.tuples(st.lists(st.sampled_from([" ", "\n", "\t", "\x1c", "\u2028", "\r\n"]), max_size=3).map("".join),
+                    st.sampled_from(["", "x", *SENTINELS]), texts).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(outputs)
+def test_sentinel_shortcut_agrees_with_mini(text: str) -> None:
+    assert _is_sentinel(text) == is_sentinel_output(text)
+
+
+def row(uid: str, conv: Converted) -> dict[str, Any]:
+    return {"source_uid": uid, "epoch": 84, "dataset": "mini-coder-affine-bash", "messages": conv.messages,
+            "commands": conv.commands, "outputs": conv.outputs, "returncodes": conv.returncodes,
+            "problem_statement": TASK, "submitted": conv.submitted}
+
+
+def with_output(conv: Converted, turn: int, output: str) -> Converted:
+    c = copy.deepcopy(conv)
+    c.outputs[turn] = output
+    c.messages[3 + 2 * turn]["content"] = render_observation(output, c.returncodes[turn])
+    return c
+
+
+def test_stage_finds_a_root_deep_in_a_long_observation_and_only_there() -> None:
+    """Look-alikes (dunder paths, /apps, URLs) pass; a /app root 30 KB into a truncated output is
+    found in the shown tail, and one in the elided middle is not (mini never showed it)."""
+    filler = "src/pkg/__init__.py /apps/x https://github.com/o/repo /testbed/a\n" * 500
+    clean = with_output(converted(), 1, filler)
+    tail = with_output(converted(), 1, filler + "cd /app && ls\n")
+    elided = with_output(converted(), 1, filler[:15_000] + "cd /app && ls\n" + filler[:15_000])
+    batch = pl.concat([empty(WORK), pl.DataFrame([row("clean", clean), row("tail", tail),
+                                                  row("elided", elided)])], how="diagonal_relaxed")
+    out = Validate(Context(Config(), None, None))(batch)
+    assert out.kept["source_uid"].to_list() == ["clean", "elided"]
+    assert out.dropped.select("source_uid", "reason", "detail").rows() == [("tail", "foreign_root", "turn 1: /app")]
+    assert out.dropped.schema == empty(DROPS).schema
+    only_clean = Validate(Context(Config(), None, None))(batch.head(1))
+    assert only_clean.kept.height == 1 and only_clean.dropped.schema == empty(DROPS).schema

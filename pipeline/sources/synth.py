@@ -5,7 +5,10 @@ Writes, under ``out``:
 * ``affine/``: ``corpus/manifest.json`` + ``corpus/manifests/<sha256>.json`` (one revision per
   epoch, chained by ``prev_manifest``), view chunks ``views/duel_turns@v4/chunks/view_EEEE_IIII.jsonl.gz``
   and trace chunks ``traces/chunks/<src>-<utc>-<sha12>.jsonl.gz`` listed in ``traces/manifest.json``;
-* ``swelego/data/``: a resolved Parquet file and an unresolved JSONL file (OpenHands text);
+* ``swelego/data/``: resolved Parquet files and unresolved JSONL files (OpenHands text),
+  ``<split>-0000i-of-0000N.<ext>``;
+* at most ``chunk_records`` records in any view chunk, trace chunk or SWE-Lego file, so a unit of
+  work stays the same size however large the corpus grows;
 * ``catalog/``: ``tasks.parquet`` and ``runs/part-0.parquet`` (earlier published runs);
 * ``benchmarks/synthetic_bench.jsonl`` when no benchmark folder is given;
 * ``labels.jsonl``: what the pipeline must do with every run (docs/ARCHITECTURE.md).
@@ -469,7 +472,7 @@ def emit_epoch(out: Path, c: Corpus, ei: int, runs: int, chunk_records: int) -> 
     if ei == 0:
         shards.append(malformed_chunk(out, c, epoch, len(shards), rng, when))
         shards.append(retired_chunk(out, c, epoch, len(shards), rng, when))
-    emit_traces(out, c, ei, runs, rng, when)
+    emit_traces(out, c, ei, runs, rng, when, chunk_records)
     return shards
 
 
@@ -512,7 +515,8 @@ def retired_chunk(out: Path, c: Corpus, epoch: int, idx: int, rng: random.Random
             "retire": True}
 
 
-def emit_traces(out: Path, c: Corpus, ei: int, runs: int, rng: random.Random, when: dt.datetime) -> None:
+def emit_traces(out: Path, c: Corpus, ei: int, runs: int, rng: random.Random, when: dt.datetime,
+                chunk_records: int) -> None:
     trng = _rng(c.seed, "traces", ei)
     n = max(6, runs // 10)
     harnesses = ("bash", "pi", "claude_code", "hermes_agent")
@@ -545,16 +549,19 @@ def emit_traces(out: Path, c: Corpus, ei: int, runs: int, rng: random.Random, wh
             assert p.builder is not None
             metas.append((p, list(p.builder.secrets)))
             _count(c, "trace", p)
-        raw = b"".join(x + b"\n" for x in lines)
-        data = _gz(raw)
-        gsha = hashlib.sha256(data).hexdigest()
-        key = f"traces/chunks/{src}-{utc}-{gsha[:12]}.jsonl.gz"
-        _write(out / key, data)
-        c.bytes_out += len(raw)
-        listed.append({"key": key, "sha256": gsha})
-        for li, (p, secrets) in enumerate(metas, 1):
-            label(c, f"{key}#L{li}", p.expect, secrets, "; ".join([f"trace {p.harness}", f"root={p.root}", *p.note]),
-                  p.builder.secret_values if p.builder else [])
+        # a source's traces are cut into chunks after all are generated, so the cap changes only
+        # where the files end, never the records; the chunks of one source differ by their sha256
+        for ci in range(0, len(lines), chunk_records):
+            raw = b"".join(x + b"\n" for x in lines[ci:ci + chunk_records])
+            data = _gz(raw)
+            gsha = hashlib.sha256(data).hexdigest()
+            key = f"traces/chunks/{src}-{utc}-{gsha[:12]}.jsonl.gz"
+            _write(out / key, data)
+            c.bytes_out += len(raw)
+            listed.append({"key": key, "sha256": gsha})
+            for li, (p, secrets) in enumerate(metas[ci:ci + chunk_records], 1):
+                label(c, f"{key}#L{li}", p.expect, secrets, "; ".join([f"trace {p.harness}", f"root={p.root}", *p.note]),
+                      p.builder.secret_values if p.builder else [])
     man = out / "traces" / "manifest.json"
     old = orjson.loads(man.read_bytes())["chunks"] if man.exists() and ei > 0 else []
     _write(man, orjson.dumps({"chunks": sorted(old + listed, key=lambda x: x["key"])},
@@ -585,7 +592,13 @@ def write_manifests(out: Path, seed: int, per_epoch: list[list[dict[str, Any]]])
 
 # ----------------------------------------------------------------------------- SWE-Lego
 
-def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
+def split_names(split: str, n_rows: int, rows_per_file: int, ext: str) -> list[str]:
+    """``<split>-0000i-of-0000N.<ext>`` for ``n_rows`` rows cut into files of ``rows_per_file``."""
+    n = max(1, -(-n_rows // rows_per_file))
+    return [f"{split}-{i:05d}-of-{n:05d}.{ext}" for i in range(n)]
+
+
+def emit_swelego(out: Path, c: Corpus, runs: int, rows_per_file: int) -> None:
     rng = _rng(c.seed, "swelego")
     n = max(8, runs // 6)
     rows: list[tuple[str, list[dict[str, str]], str, str, list[str], list[str]]] = []
@@ -629,23 +642,27 @@ def emit_swelego(out: Path, c: Corpus, runs: int) -> None:
         c.summary["dialect/openhands"] += 1
     split = (2 * len(rows)) // 3
     resolved, unresolved = rows[:split], rows[split:]
-    pq_name = "resolved-00000-of-00001.parquet"
-    table = pa.table({"instance_id": pa.array([r[0] for r in resolved], pa.string()),
-                      "messages": pa.array([r[1] for r in resolved], pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))})
-    path = out / "data" / pq_name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, compression="zstd")
-    for i, r in enumerate(resolved):
-        label(c, f"{pq_name}#row={i}", r[2], r[4], r[3], r[5])
-    js_name = "unresolved-00000-of-00001.jsonl"
-    lines = []
-    for i, r in enumerate(unresolved):
-        msgs: Any = orjson.dumps(r[1]).decode() if i % 2 == 0 else r[1]  # JSON string in some rows
-        lines.append(_dumps({"instance_id": r[0], "messages": msgs}))
-        label(c, f"{js_name}#row={i}", r[2], r[4], r[3] + ("; messages as a JSON string" if i % 2 == 0 else ""), r[5])
-    raw = b"".join(x + b"\n" for x in lines)
-    _write(out / "data" / js_name, raw)
-    c.bytes_out += len(raw) + path.stat().st_size
+    message_type = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+    for fi, pq_name in enumerate(split_names("resolved", len(resolved), rows_per_file, "parquet")):
+        part = resolved[fi * rows_per_file:(fi + 1) * rows_per_file]
+        table = pa.table({"instance_id": pa.array([r[0] for r in part], pa.string()),
+                          "messages": pa.array([r[1] for r in part], message_type)})
+        path = out / "data" / pq_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path, compression="zstd")
+        c.bytes_out += path.stat().st_size
+        for i, r in enumerate(part):  # rows are counted from 0 in each file (DESIGN §2.2)
+            label(c, f"{pq_name}#row={i}", r[2], r[4], r[3], r[5])
+    for fi, js_name in enumerate(split_names("unresolved", len(unresolved), rows_per_file, "jsonl")):
+        lines = []
+        for i, r in enumerate(unresolved[fi * rows_per_file:(fi + 1) * rows_per_file]):
+            as_string = (fi * rows_per_file + i) % 2 == 0  # JSON string in every other row of the split
+            msgs: Any = orjson.dumps(r[1]).decode() if as_string else r[1]
+            lines.append(_dumps({"instance_id": r[0], "messages": msgs}))
+            label(c, f"{js_name}#row={i}", r[2], r[4], r[3] + ("; messages as a JSON string" if as_string else ""), r[5])
+        raw = b"".join(x + b"\n" for x in lines)
+        _write(out / "data" / js_name, raw)
+        c.bytes_out += len(raw)
 
 
 # ----------------------------------------------------------------------------- catalog, benchmarks
@@ -765,7 +782,11 @@ def _commit_of(c: Corpus, iid: str) -> str:
 
 def synth(out: Path, runs: int = 300, epochs: int = 2, seed: int = 7, benchmarks: Path | None = None,
           chunk_records: int = 250) -> dict[str, Any]:
-    """Generate the synthetic corpus under ``out``; return counts per kind, harness, dialect and label."""
+    """Generate the synthetic corpus under ``out``; return counts per kind, harness, dialect and label.
+
+    ``chunk_records`` caps the records of every view chunk, trace chunk and SWE-Lego file."""
+    if chunk_records < 1:
+        raise ValueError(f"chunk_records must be at least 1, got {chunk_records}")
     out = Path(out)
     repos = [make_repo(spec, seed) for spec in REPOS]
     bench = load_benchmarks(Path(benchmarks) if benchmarks is not None else None, out, seed)
@@ -779,7 +800,7 @@ def synth(out: Path, runs: int = 300, epochs: int = 2, seed: int = 7, benchmarks
         if ei == 0:
             first = c.first_pairs
     shas = write_manifests(affine, seed, per_epoch)
-    emit_swelego(out / "swelego", c, runs)
+    emit_swelego(out / "swelego", c, runs, chunk_records)
     emit_catalog(out / "catalog", c, first)
     _write(out / "labels.jsonl", b"".join(_dumps(x) + b"\n" for x in c.labels))
     summary: dict[str, Any] = {"runs": len(c.labels), "uncompressed_bytes": c.bytes_out, "epochs": epochs,

@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.convert.render import (
+    SENTINELS,
     SUBMIT_COMMAND,
     is_sentinel_output,
     parse_actions,
@@ -37,16 +38,37 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.roots import find_foreign_roots
 from pipeline.stages.base import Stage, StageOutput
+from schemas.run import DROPS, empty
 
 _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
 _BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
+# roots._FOREIGN without its lookarounds, in Rust-regex syntax, for one polars pass over a whole
+# batch: it matches wherever _FOREIGN does (``[^\s/]`` admits every character Python's ``[\w.-]``
+# does: no word character is whitespace or "/"), so a message it finds nothing in holds no foreign
+# root and needs no per-text scan in Python.
+_MAYBE_ROOT_RS = r"/(?:workspace/|repo|app|[A-Za-z0-9][^\s/]*__)"
+
+
+def first_foreign_root(text: str) -> str | None:
+    """The first root :func:`find_foreign_roots` reports in ``text``, or None."""
+    roots = find_foreign_roots(text)
+    return roots[0] if roots else None
+
+
+def _is_sentinel(output: str) -> bool:
+    """:func:`is_sentinel_output`, without splitting a long output into lines when it cannot be:
+    its first stripped line can only be a sentinel if the stripped output starts with one."""
+    return output.lstrip().startswith(SENTINELS) and is_sentinel_output(output)
 
 
 def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
                    outputs: list[str] | None = None, returncodes: list[int] | None = None,
                    problem_statement: str | None = None, submitted: bool | None = None,
-                   step_limit: int = 250) -> list[tuple[str, str]]:
-    """All rule violations as (rule, detail), in message order."""
+                   step_limit: int = 250, maybe_roots: list[bool] | None = None) -> list[tuple[str, str]]:
+    """All rule violations as (rule, detail), in message order.
+
+    ``maybe_roots``, one flag per message, lets a caller that has already ruled out foreign roots
+    in some messages (false: certainly none; see :func:`maybe_roots_in`) skip their scan."""
     problems: list[tuple[str, str]] = []
     roles = [m.get("role") for m in messages]
     n_turns = (len(messages) - 2) // 2
@@ -76,9 +98,10 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
             problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
         if _RESIDUE.search(_BLOCK.sub("", a)) or _RESIDUE.search(commands[t]):
             problems.append(("residue", f"turn {t}: tool-call markup"))
-        roots = find_foreign_roots(a) + find_foreign_roots(reply)
-        if roots:
-            problems.append(("foreign_root", f"turn {t}: {roots[0]}"))
+        scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t:4 + 2 * t]
+        root = (first_foreign_root(a) if scan_a else None) or (first_foreign_root(reply) if scan_reply else None)
+        if root:
+            problems.append(("foreign_root", f"turn {t}: {root}"))
         last = t == n_turns - 1
         is_submit = commands[t] == SUBMIT_COMMAND
         if is_submit and not (last and submitted is not False):
@@ -89,12 +112,12 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
             continue
         out, rc = outputs[t], int(returncodes[t])
         if last and submitted:
-            if not (is_submit and is_sentinel_output(out) and rc == 0):
+            if not (is_submit and _is_sentinel(out) and rc == 0):
                 problems.append(("submit", f"turn {t}: last turn is not a successful submit"))
             elif reply != submission_of(out):
                 problems.append(("submit", f"turn {t}: final message is not the submission"))
             continue
-        if is_sentinel_output(out) and rc == 0:
+        if rc == 0 and _is_sentinel(out):
             problems.append(("observation_shape", f"turn {t}: output starts with the sentinel"))
         if reply != render_observation(out, rc):
             problems.append(("observation_shape", f"turn {t}: observation differs from its output"))
@@ -108,6 +131,14 @@ def validate_messages(messages: list[dict[str, Any]], commands: list[str], **kwa
     return [f"{rule}: {detail}" for rule, detail in check_messages(messages, commands, **kwargs)]
 
 
+def maybe_roots_in(messages: pl.Expr) -> pl.Expr:
+    """Per message: whether it might hold a foreign root (false: it certainly holds none). The
+    turns' texts are most of a batch's bytes; one Rust pass over all of them leaves the exact
+    Python scan to the rare message that needs it."""
+    content = pl.element().struct.field("content")
+    return messages.list.eval(content.str.contains(_MAYBE_ROOT_RS).fill_null(True)).alias("maybe_roots")
+
+
 class Validate(Stage):
     name = "validate"
 
@@ -116,11 +147,14 @@ class Validate(Stage):
         reasons: list[str] = []
         details: list[str] = []
         cols = batch.select("messages", "commands", "outputs", "returncodes", "problem_statement",
-                            "submitted")
-        for messages, commands, outputs, rcs, statement, submitted in cols.iter_rows():
+                            "submitted", maybe_roots_in(pl.col("messages")))
+        for messages, commands, outputs, rcs, statement, submitted, maybe_roots in cols.iter_rows():
             found = check_messages(messages or [], commands or [], outputs=outputs, returncodes=rcs,
-                                   problem_statement=statement, submitted=submitted, step_limit=limit)
+                                   problem_statement=statement, submitted=submitted, step_limit=limit,
+                                   maybe_roots=maybe_roots)
             reasons.append(found[0][0] if found else "")
             details.append(found[0][1] if found else "")
+        if not any(reasons):  # the usual batch: nothing to split off
+            return StageOutput(batch, empty(DROPS))
         reason = pl.Series("reason", reasons, dtype=pl.Utf8)
         return self.split(batch, reason != "", reason, pl.Series("detail", details, dtype=pl.Utf8))
