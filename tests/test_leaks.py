@@ -5,10 +5,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak, split_command
+from pipeline.stages.leaks import (
+    _PLAIN,
+    BatchLines,
+    BenchmarkLeak,
+    SolutionLeak,
+    _gram_hashes,
+    _gram_starts,
+    _shlex_split,
+    _token_hashes,
+    maybe_attempt,
+    split_command,
+)
 from tests.test_scrub import SUBMIT, ctx, work_frame, work_row
 
 SHARED = Path(__file__).parents[2] / "shared"
@@ -483,3 +497,48 @@ def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
     own = ("diff --git a/src/other.py b/src/other.py\n@@ -1,2 +1,3 @@\n class X:\n"
            "+        cls.do_not_call_in_templates = True\n")
     assert bench_one(work_row(["git diff"], [own]), one_line_table()) == (None, "")
+
+
+# ----------------------------------------------------------------------------------------------
+# Speed-ups must not change what is matched (issue 8)
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abgitXZ09_./=:,+@%~- ", max_size=24))
+def test_plain_commands_split_like_shlex(line: str) -> None:
+    assert _PLAIN.fullmatch(line)
+    assert line.split() == _shlex_split(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="gitpcurl:/ '\"\\;|&-sk", max_size=30))
+def test_commands_the_prefilter_skips_have_no_classifiable_segment(cmd: str) -> None:
+    """maybe_attempt is False only when no simple command is git, pip, a URL or site-packages."""
+    if not maybe_attempt(cmd):
+        for seg in split_command(cmd):
+            text = " ".join([*seg.argv, seg.heredoc])
+            assert "git" not in text and "pip" not in text and "://" not in text
+
+
+def test_quoted_git_still_reaches_the_rules() -> None:
+    assert maybe_attempt("g'i't log --all") and maybe_attempt('"git" show HEAD~1')
+    assert not maybe_attempt("cat README.md | head -n 5")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*(st.text(alphabet="ab Ab\n_1.+-x", max_size=40),) * 3), min_size=1, max_size=4))
+def test_batch_lines_token_stream_equals_tokenising_whole_text(runs: list[tuple[str, str, str]]) -> None:
+    """Tokens gathered from distinct lines are the tokens of each run's whole text, in order."""
+    texts = pl.DataFrame({"task": [r[0] for r in runs], "actions": [r[1] for r in runs],
+                          "outputs": [r[2] for r in runs]})
+    lines = BatchLines.of(texts)
+    everything = texts.select(pl.concat_str(["task", "actions", "outputs"], separator="\n")).to_series()
+    want_h, counts = _token_hashes(everything)
+    want_doc = np.repeat(np.arange(len(runs)), counts)
+    doc, h, usable = lines.token_stream(np.ones(1 << 23, dtype=bool))
+    assert doc.tolist() == want_doc.tolist() and h.tolist() == want_h.tolist() and usable.all()
+    # n-grams never cross runs, and the vocabulary mask only removes windows
+    pos = _gram_starts(doc, 3)
+    assert all(doc[p] == doc[p + 2] for p in pos)
+    some = np.arange(len(h)) % 2 == 0
+    assert set(_gram_starts(doc, 3, some).tolist()) <= set(pos.tolist())
+    assert _gram_hashes(h, pos, 3).tolist() == _gram_hashes(want_h, pos, 3).tolist()

@@ -38,8 +38,10 @@ show`` hunk, a ``curl``'d raw file and a ``.patch`` URL alike.
   only 8-grams that occur in at most ``MAX_GRAM_DF`` statements so issue-template boilerplate
   ("Describe the bug ... Expected behavior") matches nothing.
 
-The n-gram index is built once per worker; matching is polars tokenising + numpy rolling hashes +
-one polars join per batch.
+The n-gram index is built once per worker. Per batch, every distinct line is stored, tokenised and
+normalised once (:class:`BatchLines`: agents print the same files and logs again and again); n-grams
+are hashed (numpy) only over windows of statement-vocabulary tokens and looked up through a bitmap
+before the exact sorted-array check. Only commands that can name an attempt reach shlex.
 """
 
 from __future__ import annotations
@@ -120,6 +122,8 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)
 _OPS = {"&&", "||", ";", "|", "&", ";;", "|&", "\n", "(", ")"}
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PEEL = {"sudo", "timeout", "env", "nohup", "time", "command", "exec", "xargs", "stdbuf"}
+# No quotes, escapes, operators, comments or tabs: shlex would just split on spaces (``git status``).
+_PLAIN = re.compile(r"[A-Za-z0-9_./=:,+@%~ -]*")
 
 
 @dataclass
@@ -142,13 +146,7 @@ def split_command(cmd: str) -> list[Segment]:
     lines = flat.split("\n")
     body_i = 0
     for line in lines:
-        try:
-            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-            lex.whitespace_split = True
-            lex.commenters = "#"
-            toks = list(lex)
-        except ValueError:
-            toks = line.split()
+        toks = line.split() if _PLAIN.fullmatch(line) else _shlex_split(line)
         cur: list[str] = []
         for t in [*toks, ";"]:
             if t in _OPS or (t and set(t) <= set(";&|()")):
@@ -162,6 +160,16 @@ def split_command(cmd: str) -> list[Segment]:
             else:
                 cur.append(t)
     return segs
+
+
+def _shlex_split(line: str) -> list[str]:
+    try:
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        return list(lex)
+    except ValueError:
+        return line.split()
 
 
 def _peel(argv: list[str], heredoc: str) -> list[Segment]:
@@ -502,8 +510,26 @@ class Verdict:
     attempts: set[str] = field(default_factory=set)
 
 
-def scan_run(row: dict[str, object]) -> Verdict:
-    """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs)."""
+# A command can only be classified as an attempt if one of its simple commands is git, a package
+# manager, a URL fetch or a site-packages reader. shlex only *removes* quotes and backslashes, so
+# these words survive in the command with those characters deleted: an exact pre-filter that spares
+# the (slow, pure-Python) shlex split of the ~90% of commands that are ls/cat/sed/python/pytest.
+_MAYBE_ATTEMPT = re.compile(r"git|pip|poetry|conda|://|-packages/")
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+
+
+def maybe_attempt(cmd: str) -> bool:
+    """False only when no simple command of ``cmd`` can be classified (see :func:`classify`)."""
+    return _MAYBE_ATTEMPT.search(cmd.translate(_UNQUOTE)) is not None
+
+
+def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: list[bool] | None = None
+             ) -> Verdict:
+    """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs).
+
+    ``maybe`` (per command, :func:`maybe_attempt`) and ``bracket`` (per output, a line starts with
+    ``[``) are the batch's vectorised pre-filters; computed here when not given.
+    """
     task = make_task(row)
     commands: list[str] = list(row.get("commands") or [])  # type: ignore[call-overload]
     outputs: list[str] = list(row.get("outputs") or [])  # type: ignore[call-overload]
@@ -512,26 +538,29 @@ def scan_run(row: dict[str, object]) -> Verdict:
         task.submitted = diff_side(outputs[len(commands) - 1] or "", "+")
     task.own_blocks = own_blocks(own_final_diff(commands, outputs))
     verdict = Verdict()
-    written: list[str] = []
+    written: list[str] = []  # raw; whitespace-collapsed into task.written only when a rule needs it
     for i, cmd in enumerate(commands):
         out = (outputs[i] if i < len(outputs) else "") or ""
         rc = rcs[i] if i < len(rcs) else None
         if not cmd or SUBMIT_MARK in cmd:
             continue
-        written.append(_WS.sub(" ", cmd))
-        task.written = "\n".join(written)
-        for seg in split_command(cmd):
+        written.append(cmd)
+        may = maybe[i] if maybe is not None else maybe_attempt(cmd)
+        for seg in split_command(cmd) if may else ():
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
             if kind is None and not (is_git and _BUG_SUBJECT.search(out)):
                 continue
+            task.written = "\n".join(_WS.sub(" ", c) for c in written)
             ok, final = confirm(kind or "bug_patch", seg, out, rc, task)
             if ok:
                 verdict.kind = final
                 verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
                 return verdict
             verdict.attempts.add(final)
-        task.own_shas.update(_OWN_COMMIT.findall(out))
+        # _OWN_COMMIT needs a line starting with "[": skip its (slow, line-anchored) scan elsewhere
+        if bracket[i] if bracket is not None and i < len(bracket) else (out.startswith("[") or "\n[" in out):
+            task.own_shas.update(_OWN_COMMIT.findall(out))
     return verdict
 
 
@@ -541,6 +570,15 @@ def _pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:
         .fill_null(False).alias("m"))["m"]
 
 
+def _prefilters(batch: pl.DataFrame) -> pl.DataFrame:
+    """Per command :func:`maybe_attempt` and per output "a line starts with ``[``", in Rust over the batch."""
+    return batch.select(
+        pl.col("commands").list.eval(pl.element().str.replace_all(r"['\"\\]", "")
+                                     .str.contains(_MAYBE_ATTEMPT.pattern).fill_null(False)).alias("maybe"),
+        pl.col("outputs").list.eval(pl.element().str.contains(r"(?m)^\[").fill_null(False)).alias("bracket"),
+    )
+
+
 class SolutionLeak(Stage):
     name = "solution_leak"
 
@@ -548,14 +586,17 @@ class SolutionLeak(Stage):
         counters: Counter[str] = Counter()
         if batch.height == 0:
             return StageOutput(batch, empty(DROPS), counters)
-        cand = _pre_mask(batch, _PRE)
+        flags = _prefilters(batch)
+        # A run none of whose commands can be classified has neither a leak nor an attempt.
+        cand = _pre_mask(batch, _PRE) & flags["maybe"].list.any().fill_null(False)
         reasons = [""] * batch.height
         details = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
         cols = ["instance_id", "repo", "base_commit", "patch", "commands", "outputs", "returncodes"]
         idx = cand.arg_true().to_list()
-        for i, row in zip(idx, batch[idx].select(cols).iter_rows(named=True), strict=True):
-            v = scan_run(row)
+        rows = batch[idx].select(cols).iter_rows(named=True)
+        for i, row, fl in zip(idx, rows, flags[idx].iter_rows(named=True), strict=True):
+            v = scan_run(row, fl["maybe"], fl["bracket"])
             if v.kind:
                 drop[i], reasons[i], details[i] = True, v.kind, v.detail
             else:
@@ -582,22 +623,56 @@ def _repo_key(repo: str) -> str:
     return re.split(r"\.[0-9a-f]{8}$", r)[0].lower()
 
 
-def ngram_hashes(docs: pl.Series, n: int = STATEMENT_NGRAM) -> pl.DataFrame:
-    """Distinct word n-gram hashes per document: frame (doc: u32, g: u64). Vectorised, no per-token loop."""
-    toks = (pl.DataFrame({"t": docs.fill_null("").str.to_lowercase().str.extract_all(_WORD)})
-            .with_row_index("doc").explode("t").drop_nulls("t"))
-    if toks.height < n:
-        return pl.DataFrame(schema={"doc": pl.UInt32, "g": pl.UInt64})
-    doc = toks["doc"].to_numpy()
-    h = toks["t"].hash(seed=7).to_numpy()
-    m = len(h) - n + 1
+def _token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes of all word tokens in order, token count per text): lowercase ``[a-z0-9_]+`` runs."""
+    toks = texts.fill_null("").str.to_lowercase().str.extract_all(_WORD)
+    counts = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
+    flat = toks.explode().drop_nulls()  # an empty list explodes to one null: not a token
+    return flat.hash(seed=7).to_numpy(), counts
+
+
+def _gram_hashes(h: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
+    """Hash of the word n-gram starting at each token position ``pos`` (token hashes ``h``)."""
     with np.errstate(over="ignore"):
-        g = h[:m] * _MULT[0]
+        g = h[pos] * _MULT[0]
         for k in range(1, n):
-            g = g + h[k:k + m] * _MULT[k % len(_MULT)]
+            g = g + h[pos + k] * _MULT[k % len(_MULT)]
             g ^= g >> np.uint64(29)
-    valid = doc[:m] == doc[n - 1:]  # n-gram inside one document
-    return pl.DataFrame({"doc": doc[:m][valid], "g": g[valid]}).unique()
+    return g
+
+
+def _gram_starts(doc: np.ndarray, n: int, usable: np.ndarray | None = None) -> np.ndarray:
+    """Token positions starting an n-gram inside one document (``doc`` sorted, one per token) made only
+    of ``usable`` tokens (all tokens when None)."""
+    m = len(doc) - n + 1
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    ok = doc[:m] == doc[n - 1:]
+    if usable is not None:
+        bad = np.concatenate([[0], np.cumsum(~usable)])  # unusable tokens before each position
+        ok &= bad[n:n + m] == bad[:m]
+    return np.flatnonzero(ok)
+
+
+BITMAP_BITS = 23  # 8 MB per bitmap; ~3% of non-members pass for the 250k statement n-grams
+
+
+def _bitmap(hashes: np.ndarray) -> np.ndarray:
+    """A one-hash Bloom filter of 64-bit hashes: no false negatives, a few false positives."""
+    bits = np.zeros(1 << BITMAP_BITS, dtype=bool)
+    bits[(hashes & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)] = True
+    return bits
+
+
+def _maybe_in(bits: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    return bits[(hashes & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)]
+
+
+def _is_in_sorted(hashes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    if len(sorted_set) == 0:
+        return np.zeros(len(hashes), dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_set, hashes), len(sorted_set) - 1)
+    return sorted_set[i] == hashes
 
 
 _PY_QUOTE_HEAD = r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*[rbuRBU]?(?:\'\'\'|\"\"\")"
@@ -611,13 +686,52 @@ def _norm_lines(x: pl.Expr) -> pl.Expr:
             .str.replace(_PY_QUOTE_HEAD, "").str.replace(_PY_QUOTE_TAIL, "").str.strip_chars())
 
 
-def _line_table(texts: pl.Series) -> pl.DataFrame:
-    """(doc, plus, h) hashes of normalised lines per document; ``plus`` when the line was a diff addition."""
-    df = (pl.DataFrame({"x": texts.fill_null("")}).with_row_index("doc")
-          .with_columns(pl.col("x").str.split("\n")).explode("x"))
-    df = df.with_columns(plus=pl.col("x").str.starts_with("+") & ~pl.col("x").str.starts_with("+++"))
-    df = df.with_columns(_norm_lines(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
-    return df.select("doc", "plus", pl.col("x").hash(seed=11).alias("h"))
+TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are concatenated
+
+
+@dataclass
+class BatchLines:
+    """A batch's text as lines, each distinct line stored (and tokenised, normalised) once.
+
+    A run's text is ``task + "\n" + actions + "\n" + outputs``; its lines are the rows of ``doc``,
+    ``part`` and ``lid`` in order; ``lid`` points into ``distinct``. Agents print the same files, test
+    logs and listings again and again, so a batch has ~3x fewer distinct lines than lines, and no
+    rule here looks across a line break except the statement n-grams, which are rebuilt from per-line
+    tokens (a line break is never part of a word, so tokens never cross one).
+    """
+
+    doc: np.ndarray  # u32 run index per line
+    part: np.ndarray  # i8 TASK / ACTIONS / OUTPUTS per line
+    lid: np.ndarray  # u32 distinct-line index per line
+    distinct: pl.Series  # the distinct lines
+
+    @classmethod
+    def of(cls, texts: pl.DataFrame) -> BatchLines:
+        lines = (texts.select(pl.concat_list("task", "actions", "outputs").alias("x"),
+                              pl.lit([TASK, ACTIONS, OUTPUTS], dtype=pl.List(pl.Int8)).alias("part"))
+                 .with_row_index("doc").explode("x", "part")
+                 .with_columns(pl.col("x").str.split("\n")).explode("x"))
+        distinct = lines.select(pl.col("x").unique(maintain_order=True)).with_row_index("lid")
+        lid = lines.select("x").join(distinct, on="x", how="left", maintain_order="left")["lid"]
+        return cls(lines["doc"].to_numpy(), lines["part"].to_numpy(), lid.to_numpy(), distinct["x"])
+
+    def frame(self, mask: np.ndarray | None = None) -> pl.DataFrame:
+        """(doc, lid) of the lines where ``mask`` holds (all lines when None)."""
+        if mask is None:
+            return pl.DataFrame({"doc": self.doc, "lid": self.lid})
+        return pl.DataFrame({"doc": self.doc[mask], "lid": self.lid[mask]})
+
+    def token_stream(self, vocab_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(doc, token hash, token maybe in the vocabulary bitmap) of every word token of every run in
+        order: each distinct line is tokenised once and its tokens gathered wherever the line occurs."""
+        h, counts = _token_hashes(self.distinct)
+        in_vocab = _maybe_in(vocab_bits, h)
+        start = np.cumsum(counts) - counts  # first token of each distinct line in ``h``
+        c = counts[self.lid]
+        total = int(c.sum())
+        out_start = np.cumsum(c) - c
+        idx = np.arange(total, dtype=np.int64) + np.repeat(start[self.lid] - out_start, c)
+        return np.repeat(self.doc, c), h[idx], in_vocab[idx]
 
 
 class BenchmarkLeak(Stage):
@@ -655,11 +769,24 @@ class BenchmarkLeak(Stage):
         self.small_paths = {i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p)
                             for i, p in enumerate(self.inst["patch"].to_list())}
         # Statements: 8-gram hashes; boilerplate n-grams (in > MAX_GRAM_DF statements) are dropped.
-        s = ngram_hashes(self.inst["problem_statement"]).rename({"doc": "inst"})
+        h, counts = _token_hashes(self.inst["problem_statement"])
+        doc = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
+        pos = _gram_starts(doc, STATEMENT_NGRAM)
+        at = pl.DataFrame({"inst": doc[pos], "g": _gram_hashes(h, pos, STATEMENT_NGRAM), "p": pos})
+        s = at.select("inst", "g").unique()
         df = s.group_by("g").len("df")
         s = s.join(df.filter(pl.col("df") <= MAX_GRAM_DF).select("g"), on="g")
         self.stmt_total = s.group_by("inst").len("total").filter(pl.col("total") >= STATEMENT_MIN_NGRAMS)
         self.stmt = s.join(self.stmt_total.select("inst"), on="inst")
+        self.stmt_grams = self.stmt["g"].unique().sort().to_numpy()  # sorted, for exact membership
+        self.stmt_bits = _bitmap(self.stmt_grams)
+        # The tokens of those n-grams: a run's n-gram holding any other token cannot match, so only
+        # windows of vocabulary tokens are hashed and looked up (most windows of code and logs are not).
+        kept = at.join(self.stmt, on=["inst", "g"], how="semi")["p"].to_numpy()
+        covered = np.zeros(len(h), dtype=bool)
+        for k in range(STATEMENT_NGRAM):
+            covered[kept + k] = True
+        self.vocab_bits = _bitmap(h[covered])
 
     @staticmethod
     def _texts(batch: pl.DataFrame) -> pl.DataFrame:
@@ -682,35 +809,45 @@ class BenchmarkLeak(Stage):
             counters["benchmark_leak/skipped"] += batch.height
             return StageOutput(batch, empty(DROPS), counters)
         t = self._texts(batch)
-        everything = t.select(pl.concat_str(["task", "actions", "outputs"], separator="\n")).to_series()
+        lines = BatchLines.of(t)
+        distinct = lines.distinct
         runs = batch.select(
             pl.col("instance_id").fill_null(""), pl.col("base_commit").fill_null(""),
             pl.col("repo").fill_null("").map_elements(_repo_key, return_dtype=pl.Utf8).alias("repo_key"),
         ).with_row_index("doc")
         hits: list[pl.DataFrame] = []  # doc, inst, reason, score
 
-        # 1. instance ids as tokens
-        ids = (pl.DataFrame({"tok": everything.str.extract_all(_ID_TOKEN)}).with_row_index("doc")
-               .explode("tok").drop_nulls().unique().join(self.ids, left_on="tok", right_on="instance_id"))
+        # 1. instance ids as tokens (an id never spans a line; every id holds "__")
+        has_id = distinct.str.contains("__", literal=True).to_numpy()
+        id_lines = pl.DataFrame({"lid": np.flatnonzero(has_id).astype(np.uint32),
+                                 "tok": distinct.filter(has_id).str.extract_all(_ID_TOKEN)})
+        ids = (id_lines.explode("tok").drop_nulls().join(self.ids, left_on="tok", right_on="instance_id")
+               .join(lines.frame(has_id[lines.lid]), on="lid").select("doc", "inst").unique())
         hits.append(ids.select("doc", "inst", pl.lit("instance_id").alias("reason"), pl.lit(1.0).alias("score")))
 
-        # 2. gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions
+        # 2. gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
+        # Only those lines are normalised: ``+`` lines of task and outputs, every line of the actions.
+        raw_plus = (distinct.str.starts_with("+") & ~distinct.str.starts_with("+++")).to_numpy()
+        plus = raw_plus[lines.lid] & (lines.part != ACTIONS)
+        wanted = plus | (lines.part == ACTIONS)
+        need = np.unique(lines.lid[wanted])
+        normed = (pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
+                  .with_columns(_norm_lines(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
+                  .select("lid", pl.col("x").hash(seed=11).alias("h")))
         if self.gold.height:
-            lines = pl.concat([
-                _line_table(t.select(pl.concat_str(["task", "outputs"], separator="\n")).to_series())
-                .filter(pl.col("plus")),
-                _line_table(t["actions"])])
-            m = (lines.select("doc", "h").unique().join(self.gold, on="h")
+            m = (lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(self.gold, on="h")
                  .group_by("doc", "inst").len("n").join(self.gold_total, on="inst")
                  .filter((pl.col("n") >= pl.min_horizontal(pl.col("total"), pl.lit(GOLD_MIN_LINES)))
                          & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)))
             hits.append(m.select("doc", "inst", pl.lit("gold_patch").alias("reason"),
                                  (pl.col("n") / pl.col("total")).alias("score")))
         if self.small.height:
-            plus = (_line_table(t.select(pl.concat_str(["task", "outputs"], separator="\n")).to_series())
-                    .filter(pl.col("plus")).select("doc", "h").unique().join(self.small, on="h"))
-            pairs = [(d, i) for d, i in plus.select("doc", "inst").unique().iter_rows()
-                     if any(path in everything[d] for path in self.small_paths[i])]  # few candidates
+            cand = (lines.frame(plus).join(normed, on="lid").select("doc", "h").unique().join(self.small, on="h")
+                    .select("doc", "inst").unique())
+            # few candidates; a path (no whitespace) never spans the "\n" between the parts
+            texts = {d: t.row(d) for d in cand["doc"].unique().to_list()}
+            pairs = [(d, i) for d, i in cand.iter_rows()
+                     if any(path in x for path in self.small_paths[i] for x in texts[d])]
             hits.append(pl.DataFrame({"doc": [d for d, _ in pairs], "inst": [i for _, i in pairs],
                                       "reason": ["gold_patch"] * len(pairs), "score": [1.0] * len(pairs)},
                                      schema={"doc": pl.UInt32, "inst": pl.UInt32, "reason": pl.Utf8,
@@ -718,7 +855,13 @@ class BenchmarkLeak(Stage):
 
         # 3. problem statement 8-gram containment
         if self.stmt.height:
-            grams = ngram_hashes(everything)
+            doc, h, usable = lines.token_stream(self.vocab_bits)
+            pos = _gram_starts(doc, STATEMENT_NGRAM, usable)
+            g = _gram_hashes(h, pos, STATEMENT_NGRAM)
+            maybe = _maybe_in(self.stmt_bits, g)  # cheap filter first: most n-grams match nothing
+            doc, g = doc[pos][maybe], g[maybe]
+            hit = _is_in_sorted(g, self.stmt_grams)
+            grams = pl.DataFrame({"doc": doc[hit], "g": g[hit]}, schema={"doc": pl.UInt32, "g": pl.UInt64}).unique()
             m = (grams.join(self.stmt, on="g").group_by("doc", "inst").len("n").join(self.stmt_total, on="inst")
                  .with_columns(score=pl.col("n") / pl.col("total"))
                  .filter(pl.col("score") >= STATEMENT_CONTAINMENT))
