@@ -6,6 +6,8 @@ stages need between ingest and publish; they are never published.
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 import pyarrow as pa
 
@@ -73,9 +75,12 @@ DROPS: pa.Schema = pa.schema([
 ])
 
 
+@functools.lru_cache(maxsize=16)
 def polars_schema(schema: pa.Schema) -> pl.Schema:
-    """The polars view of an Arrow schema (for building empty frames with the right dtypes)."""
-    return pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
+    """The polars view of an Arrow schema (for building empty frames with the right dtypes).
+
+    Cached: the conversion goes through ``pl.from_arrow``, whose first call is costly."""
+    return pl.DataFrame(schema.empty_table()).schema
 
 
 def empty(schema: pa.Schema) -> pl.DataFrame:
