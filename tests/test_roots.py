@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.convert.roots import find_foreign_roots, rewrite_roots
 
@@ -58,3 +62,31 @@ def test_parser_root_is_used_first() -> None:
 
 def test_foreign_roots_are_reported() -> None:
     assert find_foreign_roots("cd /workspace/x && cat /repo/a") == ["/workspace/x", "/repo"]
+
+
+# The rewrite leaves out alternatives a text cannot match (the parser's root when absent, the
+# home and temp-dir forms without "/home/" or "/tmp/tmp"); the result must be the full pattern's.
+_ROOT_PIECES = ["/repo", "/app", "/workspace/foo", "/home/u/django", "/home/u/x", "/tmp/tmpabcdef/django",
+                "/tmp/tmpabcdef/x", "/owner__repo", "/srv/root", "/srv/rootx", "~", "-", ".", "x", " ",
+                "\n", "https://x.com/repo", "/repository", "/testbed", "//", "/"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
+       st.sampled_from([None, "/srv/root", "/testbed", "/workspace/foo", "srv"]),
+       st.sampled_from([None, "owner/django", "a__django"]))
+def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo: str | None) -> None:
+    from pipeline.convert.roots import _AFTER, _BEFORE, _alternatives
+
+    # the documented form: not after a word/path character, any root form, then a path boundary
+    full = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo, True)) + ")" + _AFTER)
+    assert rewrite_roots(text, root, repo) == full.sub("/testbed", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join))
+def test_foreign_roots_equal_the_documented_pattern(text: str) -> None:
+    from pipeline.convert.roots import _AFTER, _BEFORE
+
+    full = re.compile(_BEFORE + r"(?:/workspace/[\w.-]+|/repo|/app|/[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
+    assert find_foreign_roots(text) == full.findall(text)

@@ -19,6 +19,7 @@ from functools import lru_cache
 TESTBED = "/testbed"
 _BEFORE = r"(?<![\w.~/-])"
 _AFTER = r"(?=$|[^\w.-]|\.(?!\w))"  # "cd /repo." ends at the dot, "/repo.git" does not match
+_BEFORE_SLASH = r"(?<![\w.~/-]/)"  # _BEFORE, tested just after the root's leading slash
 
 
 def _repo_names(repo: str | None) -> list[str]:
@@ -31,21 +32,32 @@ def _repo_names(repo: str | None) -> list[str]:
     return sorted((n for n in names if n), key=len, reverse=True)
 
 
-@lru_cache(maxsize=256)
-def _pattern(repo_root: str | None, repo: str | None) -> re.Pattern[str]:
+def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
+    """The root forms, in the order they are tried; without ``named``, the home and temp-dir
+    forms are left out."""
     names = _repo_names(repo)
     name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
     alts = []
     if repo_root and repo_root.rstrip("/") not in ("", TESTBED):
         alts.append(re.escape(repo_root.rstrip("/")))
-    alts += [
-        r"/workspace/[\w.-]+",
-        r"/repo",
-        r"/app",
-        rf"/home/[\w.-]+/{name}",
-        rf"/tmp/tmp[\w]{{6,}}/{name}",
-        r"/[A-Za-z0-9][\w.-]*__[\w.-]+",
-    ]
+    alts += [r"/workspace/[\w.-]+", r"/repo", r"/app"]
+    if named:
+        alts += [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"]
+    alts += [r"/[A-Za-z0-9][\w.-]*__[\w.-]+"]
+    return alts
+
+
+@lru_cache(maxsize=256)
+def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.Pattern[str]:
+    """``_BEFORE (alternatives) _AFTER``. Without ``named`` (for a text holding neither
+    ``/home/`` nor ``/tmp/tmp``, which cannot match those forms) the pattern does not depend on
+    the repo, so one compiled pattern serves every run."""
+    alts = _alternatives(repo_root, repo, named)
+    if all(a.startswith("/") for a in alts):
+        # Same language, but led by the literal "/" so the regex engine skips straight from one
+        # slash to the next instead of trying the lookbehind at every character; the lookbehind
+        # then tests the character before that slash.
+        return re.compile("/" + _BEFORE_SLASH + "(?:" + "|".join(a[1:] for a in alts) + ")" + _AFTER)
     return re.compile(_BEFORE + "(?:" + "|".join(alts) + ")" + _AFTER)
 
 
@@ -53,11 +65,16 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
     """Every repo root in ``text`` replaced by /testbed."""
     if "/" not in text:
         return text
-    return _pattern(repo_root, repo).sub(TESTBED, text)
+    # alternatives that cannot match this text are left out, which keeps the pattern shared
+    if repo_root and repo_root.rstrip("/") not in text:
+        repo_root = None
+    if "/home/" in text or "/tmp/tmp" in text:
+        return _pattern(repo_root, repo).sub(TESTBED, text)
+    return _pattern(repo_root, None, named=False).sub(TESTBED, text)
 
 
 # home and temp dirs are ambiguous without the repo name (``/home/u/.cache``), so not checked here
-_FOREIGN = re.compile(_BEFORE + r"(?:/workspace/[\w.-]+|/repo|/app|/[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
+_FOREIGN = re.compile("/" + _BEFORE_SLASH + r"(?:workspace/[\w.-]+|repo|app|[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
 
 
 def find_foreign_roots(text: str) -> list[str]:

@@ -42,6 +42,7 @@ from pipeline.convert import edits
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.convert.sweagent_window import RemovedTurn, WindowState, convert_window, window_call
 from pipeline.episode import ConvertError
+from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
@@ -72,6 +73,17 @@ _OH_TRAILERS = re.compile(r"\n*\[(?:Current working directory|Python interpreter
 _CAT_N_HEADER = re.compile(r"^Here's the result of running `cat -n` on [^\n]*:\n")
 _DIR_HEADER = re.compile(r"^Here's the files and directories up to 2 levels deep in [^\n]*:\n")
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+_NUMBERED_EMPTY_TAIL = re.compile(r"(^|\n) *\d+\t\n?\Z")
+_ARROW_NUMBER = re.compile(r"^( *\d+)\u2192", re.M)
+_ARROW_AT_NUMBER = re.compile(r"^ *\d+\u2192", re.M)
+
+
+def _tab_number(m: re.Match[str]) -> str:
+    """Claude Code's ``  12→`` line number as ``cat -n`` prints it (a function: faster than a
+    ``\\1`` template, which re expands in Python for each of a file's lines)."""
+    return m.group(1) + "\t"
+
+
 _FAIL_HINTS = ("No replacement was performed", "did not appear verbatim", "Multiple occurrences",
                "ERROR:", "Error:", "not found", "must appear exactly once", "Invalid", "does not exist",
                "String to replace not found", "Found 0 matches")
@@ -143,6 +155,21 @@ def peel_wrappers(cmd: str) -> str:
         return cmd
 
 
+def _last_line_start(obs: str, end: int) -> int:
+    """Where a ``\\n*<one-line note>\\s*$`` match can start at the earliest: the newlines before
+    the last non-blank line (the note ends that line, and a match takes every newline before it).
+    ``end`` is the length of ``obs`` without its trailing whitespace."""
+    nl = tail_line_start(obs, 1, end)
+    return newline_run_start(obs, nl + 1) if nl else 0
+
+
+def _exit_marker(obs: str, end: int) -> re.Match[str] | None:
+    """``_EXIT_MARKER.search(obs)``: the marker holds one ``[`` and ends the text, so it starts at
+    the last ``[`` (its digits may follow blank lines, so the last line alone is not enough)."""
+    bracket = obs.rfind("[", 0, end)
+    return _EXIT_MARKER.search(obs, newline_run_start(obs, bracket)) if bracket >= 0 else None
+
+
 def split_exit_marker(obs: str) -> tuple[str, int | None]:
     """Remove harness exit-code notes and OpenHands' cwd trailers; return the output and the code."""
     rc = None
@@ -150,17 +177,22 @@ def split_exit_marker(obs: str) -> tuple[str, int | None]:
     if m:
         rc, obs = int(m.group(1)), obs[m.end():]
     while True:
-        m = _TAIL_EXIT.search(obs)
+        # every note is anchored at the end and ends in "]" or a digit: only the tail is searched
+        end = rstripped_len(obs)
+        last = obs[end - 1:end]
+        if last != "]" and not last.isdigit():
+            return obs, rc
+        m = _TAIL_EXIT.search(obs, _last_line_start(obs, end))
         if m:
             rc = int(m.group(1) or m.group(2))
             obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
             continue
-        m = _EXIT_MARKER.search(obs)
+        m = _exit_marker(obs, end) if last == "]" else None
         if m:
             rc = int(m.group(1))
             obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
             continue
-        m = _OH_TRAILERS.search(obs)
+        m = _OH_TRAILERS.search(obs, _last_line_start(obs, end)) if last == "]" else None
         if m:
             obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
             continue
@@ -186,8 +218,11 @@ def _cat_n_body(obs: str, to_end: bool = True) -> str:
     """The editor's view output as ``cat -n`` prints it (header gone, no numbered empty tail)."""
     body = _CAT_N_HEADER.sub("", obs, count=1)
     if to_end:
-        # the editor numbers the empty string after the file's final newline; cat -n does not
-        body = re.sub(r"(^|\n) *\d+\t\n?\Z", r"\1", body)
+        # the editor numbers the empty string after the file's final newline; cat -n does not.
+        # That line is the last one (bar a final newline): search from the newline before it.
+        m = _NUMBERED_EMPTY_TAIL.search(body, max(body.rfind("\n", 0, len(body) - 1), 0))
+        if m:
+            body = body[: m.start()] + m.group(1)
     return body
 
 
@@ -266,8 +301,15 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
 
 
 def _claude_read_body(obs: str) -> str:
-    body = _REMINDER.sub("\n", obs).rstrip("\n")
-    body = re.sub(r"^( *\d+)\u2192", r"\1\t", body, flags=re.M)
+    body = (_REMINDER.sub("\n", obs) if "<system-reminder>" in obs else obs).rstrip("\n")
+    arrows = body.count("\u2192")
+    if arrows:
+        # when every arrow is a line number's (the usual case), replacing them all is the same
+        # edit as the per-line substitution, without a Python call per line
+        if len(_ARROW_AT_NUMBER.findall(body)) == arrows:
+            body = body.replace("\u2192", "\t")
+        else:
+            body = _ARROW_NUMBER.sub(_tab_number, body)
     return body + "\n" if body else ""
 
 

@@ -82,7 +82,8 @@ def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
     counters: Counter[str] = Counter()
     parents: list[int | None] = []
     for i, nd in enumerate(nodes):
-        nd = as_dict(nd, f"{where}[{i}]")
+        if not isinstance(nd, dict):  # checked first: the location text is built only for the error
+            as_dict(nd, f"{where}[{i}]")
         p = _parent(nd, i, n, linear_default)
         if "parent" in nd and nd["parent"] is not None and p is None:
             counters["parse/bad_parent"] += 1
@@ -95,7 +96,10 @@ def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
             role = nd.get("role")
             if not isinstance(role, str):
                 raise ParseError("bad_shape", f"{where}[{i}].role: {type(role).__name__}")
-            msgs.append(Msg(role=role, text=text_of(nd.get("content"), f"{where}[{i}].content")))
+            content = nd.get("content")
+            # plain text (the usual case) needs no location string for text_of's errors
+            text = content if isinstance(content, str) else text_of(content, f"{where}[{i}].content")
+            msgs.append(Msg(role=role, text=text))
         else:
             msgs.append(normalize_message(nd.get(message_key), f"{where}[{i}].{message_key}"))
     return msgs, counters

@@ -15,7 +15,12 @@ from typing import Any
 import orjson
 
 from pipeline.episode import Bash, Episode, Meta, ParseError, Step, Task, ToolCall
-from pipeline.parsers.dialects import extract_calls, split_tool_responses
+from pipeline.parsers.dialects import (  # the thought helpers are re-exported for the parsers
+    extract_calls,
+    join_thought,
+    split_tool_responses,
+    strip_think,
+)
 
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 # Affine completion.py's finish-tool names (case-insensitive).
@@ -163,6 +168,48 @@ def first_user_index(msgs: list[Msg]) -> int:
     raise ParseError("no_task", "no user message")
 
 
+# --------------------------------------------------------------------------- tail searches
+# Harness trailers are anchored at the end of an output (``\s*\Z``) but ``Pattern.search`` tries
+# every position of a 50 KB output. These helpers bound where a match can start, so only the tail
+# is scanned; each caller states why its pattern cannot match earlier.
+
+
+def rstripped_len(text: str) -> int:
+    """``len(text.rstrip())`` without copying a long text: only its tail is stripped."""
+    cut = max(len(text) - 64, 0)
+    tail = text[cut:].rstrip()
+    return cut + len(tail) if tail or not cut else len(text[:cut].rstrip())
+
+
+def tail_line_start(text: str, lines: int, end: int | None = None) -> int:
+    """Index of the newline before the last ``lines`` lines of ``text`` without its trailing
+    whitespace (``end``: its length when known), or 0 when it has fewer lines."""
+    end = rstripped_len(text) if end is None else end
+    for _ in range(lines):
+        end = text.rfind("\n", 0, end)
+        if end <= 0:
+            return 0
+    return end
+
+
+def newline_run_start(text: str, i: int) -> int:
+    """Start of the run of newlines that ends at ``i`` (``i`` itself when none precedes it)."""
+    while i > 0 and text[i - 1] == "\n":
+        i -= 1
+    return i
+
+
+def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str] | None:
+    """``pattern.search(text)`` for an end-anchored pattern whose matches are chains of one-line
+    items, each item optionally led by one newline: any match starting before the window also
+    matches from the window's first newline, so only that case needs the whole text."""
+    start = tail_line_start(text, lines)
+    m = pattern.search(text, start)
+    if start and m is not None and m.start() == start:
+        return pattern.search(text)
+    return m
+
+
 # --------------------------------------------------------------------------- observations
 
 MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
@@ -204,13 +251,17 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     codes = OH_EXIT_RE.findall(text[-300:])
     if codes:
         rc = int(codes[-1])
-    tm = OH_TRAILER_RE.search(text)
+    # both trailers end the text (bar whitespace) with a fixed character or word: test that first.
+    # OpenHands' is a chain of one-line ``[…]`` items
+    tm = tail_search(OH_TRAILER_RE, text, 8) if text.endswith("]", 0, rstripped_len(text)) else None
     if tm:
         text = text[: tm.start()]
     pm = SWEAGENT_PREFIX_RE.match(text)
     if pm:
         text = text[pm.end():]
-    fm = SWEAGENT_FOOTER_RE.search(text)
+    # the footer spans the last 2-3 lines, plus the newline before them: it cannot start earlier
+    end = rstripped_len(text)
+    fm = SWEAGENT_FOOTER_RE.search(text, tail_line_start(text, 3, end)) if text.endswith("bash-$", 0, end) else None
     if fm:
         text = text[: fm.start()]
     if text.strip() == SWEAGENT_EMPTY:
@@ -339,34 +390,6 @@ def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
 
 
 # --------------------------------------------------------------------------- small text helpers
-
-THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
-
-
-def strip_think(text: str) -> str:
-    """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
-    ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
-    from pipeline.parsers.dialects import blocks
-
-    spans = blocks(text, "<think>", "</think>")
-    inner = [text[a:b].strip() for _, a, b, _ in spans]
-    kept, pos = [], 0
-    for s, _, _, e in spans:
-        kept.append(text[pos:s])
-        pos = e
-    kept.append(text[pos:])
-    rest = "".join(kept).replace("<think>", "").replace("</think>", "")
-    rest = THOUGHT_PREFIX_RE.sub("", rest).strip()
-    out = ""
-    for part in [*inner, rest]:
-        out = join_thought(out, part)
-    return out
-
-
-def join_thought(a: str, b: str) -> str:
-    a, b = a.strip(), b.strip()
-    return f"{a}\n\n{b}" if a and b else (a or b)
-
 
 def is_submit(call: ToolCall | Bash) -> bool:
     if isinstance(call, Bash):

@@ -116,28 +116,28 @@ def extract_calls(text: str, *, bare_fence: bool = False,
                   counters: Counter[str] | None = None) -> tuple[str, list[ToolCall | Bash], str]:
     """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
     message holds no action. Raises ParseError on a call block it recognises but cannot read."""
-    from pipeline.parsers.common import strip_think  # local: common imports this module
-
     spans = blocks(text, "<tool_call>", "</tool_call>")
     if spans:
         calls: list[ToolCall | Bash] = []
-        kinds: Counter[str] = Counter()
+        kinds: list[str] = []
         for _, a, b, _ in spans:
             body = text[a:b]
             stripped = body.strip()
             if stripped.startswith("{"):
                 calls.append(_json_call(body))
-                kinds["qwen_json"] += 1
+                kinds.append("qwen_json")
             elif "<function=" in body:
                 xs = _xml_calls(body)
                 if not xs:
                     raise ParseError("bad_tool_call", "<tool_call> with an unreadable <function=")
                 calls.extend(xs)
-                kinds["tool_call_xml"] += 1
+                kinds.append("tool_call_xml")
             else:
                 calls.append(_glm_call(body))
-                kinds["glm"] += 1
-        return strip_think(text[: spans[0][0]]), calls, kinds.most_common(1)[0][0]
+                kinds.append("glm")
+        # the most frequent kind, ties to the first seen; one kind (the usual case) needs no count
+        kind = kinds[0] if kinds.count(kinds[0]) == len(kinds) else Counter(kinds).most_common(1)[0][0]
+        return strip_think(text[: spans[0][0]]), calls, kind
     fpos = text.find("<function=")
     if fpos >= 0:
         xs = _xml_calls(text[fpos:])
@@ -158,10 +158,43 @@ def extract_calls(text: str, *, bare_fence: bool = False,
     return strip_think(text), [], "none"
 
 
+# thoughts: here rather than in common, which imports this module, so no call imports lazily
+THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
+
+
+def strip_think(text: str) -> str:
+    """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
+    ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
+    if "<think>" not in text and "</think>" not in text:  # the common case: no tags to take apart
+        m = THOUGHT_PREFIX_RE.match(text)
+        return (text[m.end():] if m else text).strip()
+    spans = blocks(text, "<think>", "</think>")
+    inner = [text[a:b].strip() for _, a, b, _ in spans]
+    kept, pos = [], 0
+    for s, _, _, e in spans:
+        kept.append(text[pos:s])
+        pos = e
+    kept.append(text[pos:])
+    rest = "".join(kept).replace("<think>", "").replace("</think>", "")
+    m = THOUGHT_PREFIX_RE.match(rest)  # anchored at \A: matching is enough, no need to scan
+    rest = (rest[m.end():] if m else rest).strip()
+    out = ""
+    for part in [*inner, rest]:
+        out = join_thought(out, part)
+    return out
+
+
+def join_thought(a: str, b: str) -> str:
+    a, b = a.strip(), b.strip()
+    return f"{a}\n\n{b}" if a and b else (a or b)
+
+
 def split_tool_responses(text: str) -> list[str] | None:
     """The ``<tool_response>`` blocks of one user message, in order (None when it has none).
     Chat templates write ``<tool_response>\\nOUT\\n</tool_response>``: one newline each side is theirs."""
-    found = [text[a:b] for _, a, b, _ in blocks(text, "<tool_response>", "</tool_response>")]
-    if not found:
+    spans = blocks(text, "<tool_response>", "</tool_response>")
+    if not spans:
         return None
-    return [_unwrap(b) for b in found]
+    # _unwrap on the spans' bounds: each (often long) output is copied once
+    return [text[a + 1:b - 1] if b - a >= 2 and text[a] == "\n" and text[b - 1] == "\n" else text[a:b]
+            for _, a, b, _ in spans]
