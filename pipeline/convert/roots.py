@@ -74,6 +74,10 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
 
 
 # home and temp dirs are ambiguous without the repo name (``/home/u/.cache``), so not checked here
+# _FOREIGN without its lookarounds, for polars' regex engine: it matches wherever _FOREIGN does
+# (``[^\s/]`` admits every character ``[\w.-]`` does), so a text it finds nothing in holds no
+# foreign root. Kept next to _FOREIGN so the two change together.
+MAYBE_FOREIGN_RS = r"/(?:workspace/|repo|app|[A-Za-z0-9][^\s/]*__)"
 _FOREIGN = re.compile("/" + _BEFORE_SLASH + r"(?:workspace/[\w.-]+|repo|app|[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
 
 

@@ -36,17 +36,12 @@ from pipeline.convert.render import (
     render_system,
     submission_of,
 )
-from pipeline.convert.roots import find_foreign_roots
+from pipeline.convert.roots import MAYBE_FOREIGN_RS, find_foreign_roots
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, empty
 
 _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
 _BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
-# roots._FOREIGN without its lookarounds, in Rust-regex syntax, for one polars pass over a whole
-# batch: it matches wherever _FOREIGN does (``[^\s/]`` admits every character Python's ``[\w.-]``
-# does: no word character is whitespace or "/"), so a message it finds nothing in holds no foreign
-# root and needs no per-text scan in Python.
-_MAYBE_ROOT_RS = r"/(?:workspace/|repo|app|[A-Za-z0-9][^\s/]*__)"
 
 
 def first_foreign_root(text: str) -> str | None:
@@ -136,7 +131,7 @@ def maybe_roots_in(messages: pl.Expr) -> pl.Expr:
     turns' texts are most of a batch's bytes; one Rust pass over all of them leaves the exact
     Python scan to the rare message that needs it."""
     content = pl.element().struct.field("content")
-    return messages.list.eval(content.str.contains(_MAYBE_ROOT_RS).fill_null(True)).alias("maybe_roots")
+    return messages.list.eval(content.str.contains(MAYBE_FOREIGN_RS).fill_null(True)).alias("maybe_roots")
 
 
 class Validate(Stage):
