@@ -6,30 +6,40 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` via a temp file and rename; skip when the bytes are unchanged.
-
-    Returns True when the file was (re)written."""
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temp path beside ``path``; on a clean exit it is fsynced and renamed onto ``path``,
+    on any error it is removed. Readers see the old file or the new one, never a partial one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        yield tmp
+        with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            tmp.unlink()
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` via a temp file and rename; skip when the bytes are unchanged.
+
+    Returns True when the file was (re)written."""
+    if path.exists() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        return False
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
     return True
 
 

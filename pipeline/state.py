@@ -17,7 +17,6 @@ import contextlib
 import errno
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_bytes, atomic_write_json
+from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -46,11 +45,8 @@ def atomic_write_parquet(path: Path, frame: pl.DataFrame) -> bool:
 def atomic_write_parquet_stream(path: Path, frames: Iterable[pl.DataFrame]) -> None:
     """Write frames one after another into one Parquet file (temp + rename), never holding
     more than one frame. An empty stream writes a file with no columns."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    writer: pq.ParquetWriter | None = None
-    try:
+    with atomic_path(path) as tmp:
+        writer: pq.ParquetWriter | None = None
         for frame in frames:
             table = frame.to_arrow()
             if writer is None:
@@ -60,13 +56,6 @@ def atomic_write_parquet_stream(path: Path, frames: Iterable[pl.DataFrame]) -> N
             pq.write_table(pa.table({}), tmp)
         else:
             writer.close()
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class WorkdirLocked(RuntimeError):

@@ -32,7 +32,7 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.config import DedupParams
-from pipeline.dedup.minhash import Pool, Workspace, permutations, sign_block
+from pipeline.dedup.minhash import Pool, Workspace, fmix64, permutations, sign_block
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
 BASH_FENCE = r"```bash\s*\n(?s:(.*?))\n```"
@@ -99,14 +99,6 @@ def action_stream(commands: pl.Expr) -> pl.Expr:
     return _premask(commands).str.replace_all(_HEXNUM, " NUM ")
 
 
-def _fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
-
-
 def token_hash(token: bytes) -> int:
     """The 64-bit hash of one token, in plain Python (the specification of the numpy path).
 
@@ -119,7 +111,7 @@ def token_hash(token: bytes) -> int:
         word = int.from_bytes(token[j: j + 8].ljust(8, b"\0"), "little")
         acc = ((acc * _TOKEN_MUL) + word) & _M64 if j else word
     acc = (acc + len(token) * _LEN_MUL) & _M64
-    return int(_fmix64(np.array([acc], dtype=np.uint64))[0])
+    return int(fmix64(np.array([acc], dtype=np.uint64))[0])
 
 
 _NUM_HASH = np.uint64(token_hash(b"NUM"))
@@ -233,7 +225,7 @@ def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], 
         acc[more] = np.take(acc, more) * np.uint64(_TOKEN_MUL) + word
         j += 8
         more = np.compress(np.take(ln, more) > j, more)
-    h = _fmix64(acc + ln.astype(np.uint64) * np.uint64(_LEN_MUL))
+    h = fmix64(acc + ln.astype(np.uint64) * np.uint64(_LEN_MUL))
     h[k == 2] = _NUM_HASH
     counts = np.diff(np.searchsorted(ts, bounds)).astype(np.int64)
     return h, counts

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from pipeline.dedup.minhash import is_empty
+from pipeline.dedup.minhash import fmix64, is_empty
 
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5,
                  0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x85EBCA77C2B2AE63, 0xD6E8FEB86659FD93],
@@ -23,14 +23,6 @@ _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x2
 # Bands whose key is shared by more runs than this link them as a chain (sorted by index)
 # instead of all pairs, so a degenerate band cannot blow up quadratically.
 MAX_GROUP = 64
-
-
-def _fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
 
 
 def band_keys(sig: npt.NDArray[np.uint32], bands: int, rows: int) -> npt.NDArray[np.uint64]:
@@ -43,7 +35,7 @@ def band_keys(sig: npt.NDArray[np.uint32], bands: int, rows: int) -> npt.NDArray
     mix = np.resize(_MIX, rows).astype(np.uint64)
     acc = np.zeros((n, bands), dtype=np.uint64)
     for r in range(rows):
-        acc = _fmix64(acc ^ (s[:, :, r] * mix[r] + np.uint64(r)))
+        acc = fmix64(acc ^ (s[:, :, r] * mix[r] + np.uint64(r)))
     return acc
 
 

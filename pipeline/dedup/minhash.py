@@ -42,6 +42,15 @@ def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.
     return a, b
 
 
+def fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """MurmurHash3's 64-bit finalizer (wrapping arithmetic is the intended mod 2^64)."""
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
 def fmix32(h: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     """MurmurHash3 finalizer on uint32 (wrapping arithmetic is the intended mod 2^32)."""
     h = h ^ (h >> np.uint32(16))

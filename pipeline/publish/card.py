@@ -60,19 +60,22 @@ def feature_yaml(dtype: pa.DataType) -> dict[str, object]:
     return {"dtype": names[dtype]}
 
 
-def card_data(dataset: str, frame: pl.DataFrame) -> DatasetCardData:
-    table = published_table(frame)
+def card_data(dataset: str, frame: pl.DataFrame, num_bytes: int | None = None) -> DatasetCardData:
+    """The YAML header. ``num_bytes`` (the rows' uncompressed size) is measured from ``frame``
+    unless given: a publisher that streamed the shards passes the figure its plan computed."""
+    if num_bytes is None:
+        num_bytes = int(published_table(frame).nbytes)
     return DatasetCardData(
         license="other",
         language=["en"],
         pretty_name=dataset,
         tags=TAGS,
-        size_categories=[size_category(table.num_rows)],
+        size_categories=[size_category(frame.height)],
         configs=[{"config_name": "default", "default": True,
                   "data_files": [{"split": "train", "path": DATA_GLOB}]}],
         dataset_info={
             "features": [{"name": f.name, **feature_yaml(f.type)} for f in PUBLISHED],
-            "splits": [{"name": "train", "num_bytes": int(table.nbytes), "num_examples": table.num_rows}],
+            "splits": [{"name": "train", "num_bytes": num_bytes, "num_examples": frame.height}],
         },
     )
 
@@ -234,9 +237,10 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
 
 
 def render_card(dataset: str, frame: pl.DataFrame, stats: dict, drops: pl.DataFrame, *,
-                benchmarks_checked: bool, epochs: list[int]) -> str:
-    """README.md for ``dataset``: ``frame`` holds its rows, ``drops`` the ledger (any datasets)."""
-    data = card_data(dataset, frame)
+                benchmarks_checked: bool, epochs: list[int], num_bytes: int | None = None) -> str:
+    """README.md for ``dataset``: ``frame`` holds its rows (``messages`` and ``patch`` may be left
+    out when ``num_bytes`` is given), ``drops`` the ledger (any datasets)."""
+    data = card_data(dataset, frame, num_bytes)
     own_drops = drops.filter(pl.col("dataset") == dataset)
     origin = _mode(frame, "origin")
     harness = _mode(frame, "harness")

@@ -25,7 +25,13 @@ from huggingface_hub.errors import RepositoryNotFoundError
 from pipeline.config import CODE_VERSION
 from pipeline.fileio import file_sha256
 from pipeline.publish.card import render_card
-from pipeline.publish.shards import SHARD_RE, replace_if_changed, write_bytes_if_changed, write_shards
+from pipeline.publish.shards import (
+    SHARD_RE,
+    plan_shards,
+    replace_if_changed,
+    write_bytes_if_changed,
+    write_shards,
+)
 
 DATASET_RE = re.compile(r"^mini-coder-[a-z0-9][a-z0-9._-]*$")
 
@@ -78,12 +84,16 @@ def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, st
     for name in names:
         if not DATASET_RE.match(name):
             raise ValueError(f"not a dataset name: {name!r}")
-        rows = lazy.filter(pl.col("dataset") == name).collect()
-        epochs = sorted(int(e) for e in rows["epoch"].unique().to_list() if e is not None) \
-            if "epoch" in rows.columns else []
+        rows = lazy.filter(pl.col("dataset") == name)
+        # the card needs every column but the two big ones; the shards stream row group by row group
+        narrow = rows.select(pl.exclude("messages", "patch", "minhash")).collect()
+        epochs = sorted(int(e) for e in narrow["epoch"].unique().to_list() if e is not None) \
+            if "epoch" in narrow.columns else []
         tree = out_dir / name
-        write_shards(rows, tree / "data")
-        card = render_card(name, rows, stats, drops, benchmarks_checked=benchmarks_checked, epochs=epochs)
+        plan = plan_shards(rows)
+        write_shards(rows, tree / "data", plan=plan)
+        card = render_card(name, narrow, stats, drops, benchmarks_checked=benchmarks_checked, epochs=epochs,
+                           num_bytes=plan.num_bytes)
         write_bytes_if_changed(tree / "README.md", card.encode())
     for old in out_dir.iterdir():
         if old.name not in names and old.is_dir() and DATASET_RE.match(old.name):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import filecmp
 import os
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +50,8 @@ def sorted_rows(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(PUBLISHED_NAMES).sort(["source_uid", "instance_id", "model"], maintain_order=True)
 
 
-def row_bytes(frame: pl.DataFrame) -> np.ndarray:
-    """Approximate uncompressed Arrow size of each row: string bytes plus offsets and fixed widths."""
+def row_bytes_expr() -> pl.Expr:
+    """Approximate uncompressed Arrow size of a row: string bytes plus offsets and fixed widths."""
     string_cols = [n for n, t in zip(PUBLISHED.names, PUBLISHED.types, strict=True) if pa.types.is_string(t)]
     fixed = 4 * len(string_cols) + 2 + 4  # string offsets, two bools, the list offset
     size = pl.sum_horizontal(pl.col(c).str.len_bytes().fill_null(0) for c in string_cols)
@@ -59,7 +61,12 @@ def row_bytes(frame: pl.DataFrame) -> np.ndarray:
             + pl.element().struct.field("role").str.len_bytes().fill_null(0) + 8
         ).list.sum().fill_null(0)
     )
-    return frame.select((size + msgs + fixed).cast(pl.Int64)).to_series().to_numpy()
+    return (size + msgs + fixed).cast(pl.Int64)
+
+
+def row_bytes(frame: pl.DataFrame) -> np.ndarray:
+    """:func:`row_bytes_expr` of every row of ``frame``."""
+    return frame.select(row_bytes_expr()).to_series().to_numpy()
 
 
 def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
@@ -95,39 +102,77 @@ def write_bytes_if_changed(dest: Path, data: bytes) -> bool:
     return atomic_write_bytes(dest, data)
 
 
-def _shard_bytes(table: pa.Table, groups: list[tuple[int, int]]) -> bytes:
-    """One shard in memory (≤ max_shard_bytes), so an unchanged shard is never touched on disk."""
+def _shard_bytes(tables: Iterable[pa.Table]) -> bytes:
+    """One shard in memory, compressed (≤ max_shard_bytes), so an unchanged shard is never touched
+    on disk; each table is one row group and only one is uncompressed at a time."""
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, PUBLISHED, compression="zstd", write_page_index=True,
                           use_content_defined_chunking=CDC_OPTIONS) as writer:
-        if not groups:
-            writer.write_table(table.slice(0, 0))
-        for a, b in groups:
-            writer.write_table(table.slice(a, b - a), row_group_size=b - a)
+        for table in tables:
+            writer.write_table(table, row_group_size=max(1, table.num_rows))
     return sink.getvalue().to_pybytes()
 
 
-def write_shards(frame: pl.DataFrame, data_dir: Path, *, max_shard_bytes: int = MAX_SHARD_BYTES,
-                 row_group_bytes: int = ROW_GROUP_BYTES) -> list[Path]:
-    """Write ``frame`` (PUBLISHED or WORK columns) as ``data_dir/train-0000i-of-0000N.parquet``.
+@dataclass
+class ShardPlan:
+    """Where every row goes, decided from a narrow scan (keys and sizes), before any row is read."""
+
+    uids: list[str]  # sorted publishing order
+    sizes: np.ndarray
+    groups: list[tuple[int, int]]  # row groups as [start, end) over ``uids``
+    shards: list[tuple[int, int]]  # shards as [first, last) over ``groups``
+
+    @property
+    def num_bytes(self) -> int:
+        return int(self.sizes.sum())
+
+
+def plan_shards(frame: pl.DataFrame | pl.LazyFrame, *, max_shard_bytes: int = MAX_SHARD_BYTES,
+                row_group_bytes: int = ROW_GROUP_BYTES) -> ShardPlan:
+    lazy = frame.lazy()
+    missing = [n for n in PUBLISHED_NAMES if n not in lazy.collect_schema().names()]
+    if missing:
+        raise ValueError(f"frame lacks published columns: {missing}")
+    keys = (lazy.select("source_uid", "instance_id", "model", row_bytes_expr().alias("__size"))
+            .sort(["source_uid", "instance_id", "model"], maintain_order=True).collect())
+    sizes = keys["__size"].to_numpy() if keys.height else np.zeros(0, dtype=np.int64)
+    groups = split_by_bytes(sizes, min(row_group_bytes, max_shard_bytes))
+    starts = np.array([a for a, _ in groups], dtype=np.int64)
+    group_sizes = np.add.reduceat(sizes, starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    # Shards hold whole row groups; an empty dataset still gets one (empty) shard so it loads.
+    shards = split_by_bytes(group_sizes, max_shard_bytes) or [(0, 0)]
+    return ShardPlan(keys["source_uid"].to_list(), sizes, groups, shards)
+
+
+def _row_group(lazy: pl.LazyFrame, plan: ShardPlan, a: int, b: int) -> pa.Table:
+    """Rows ``a..b`` of the plan, read by their source_uid range (Parquet statistics prune the
+    rest of the store, so only the row groups holding them are read)."""
+    lo, hi = plan.uids[a], plan.uids[b - 1]
+    rows = sorted_rows(lazy.filter(pl.col("source_uid").is_between(pl.lit(lo), pl.lit(hi))).collect())
+    if rows.height != b - a:
+        raise ValueError(f"source_uid is not unique between {lo!r} and {hi!r}: {rows.height} rows, want {b - a}")
+    return rows.to_arrow().cast(PUBLISHED)
+
+
+def write_shards(frame: pl.DataFrame | pl.LazyFrame, data_dir: Path, *, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 row_group_bytes: int = ROW_GROUP_BYTES, plan: ShardPlan | None = None) -> list[Path]:
+    """Write ``frame`` (PUBLISHED or WORK columns; eager or a lazy scan of the run store) as
+    ``data_dir/train-0000i-of-0000N.parquet``, holding one row group of rows at a time.
 
     Returns the shard paths in order. Shards of an earlier build that are not part of this one
     (another shard count) are removed; unchanged shards are left untouched (same mtime).
     """
     data_dir.mkdir(parents=True, exist_ok=True)
-    rows = sorted_rows(frame)
-    table = rows.to_arrow().cast(PUBLISHED)
-    sizes = row_bytes(rows) if rows.height else np.zeros(0, dtype=np.int64)
-    groups = split_by_bytes(sizes, min(row_group_bytes, max_shard_bytes))
-    starts = np.array([a for a, _ in groups], dtype=np.int64)
-    group_sizes = np.add.reduceat(sizes, starts) if len(starts) else np.zeros(0, dtype=np.int64)
-    # Shards hold whole row groups; an empty dataset still gets one (empty) shard so it loads.
-    shard_ranges = split_by_bytes(group_sizes, max_shard_bytes) or [(0, 0)]
-    count = len(shard_ranges)
+    lazy = frame.lazy()
+    plan = plan or plan_shards(lazy, max_shard_bytes=max_shard_bytes, row_group_bytes=row_group_bytes)
+    count = len(plan.shards)
     paths: list[Path] = []
-    for index, (g0, g1) in enumerate(shard_ranges):
+    for index, (g0, g1) in enumerate(plan.shards):
         dest = data_dir / shard_name(index, count)
-        write_bytes_if_changed(dest, _shard_bytes(table, groups[g0:g1]))
+        tables = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
+        if g0 == g1:  # the empty dataset's one shard
+            tables = iter([PUBLISHED.empty_table()])
+        write_bytes_if_changed(dest, _shard_bytes(tables))
         paths.append(dest)
     keep = {p.name for p in paths}
     for old in data_dir.iterdir():
