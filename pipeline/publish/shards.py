@@ -134,7 +134,7 @@ def plan_shards(frame: pl.DataFrame | pl.LazyFrame, *, max_shard_bytes: int = MA
     if missing:
         raise ValueError(f"frame lacks published columns: {missing}")
     keys = (lazy.select("source_uid", "instance_id", "model", row_bytes_expr().alias("__size"))
-            .sort(["source_uid", "instance_id", "model"], maintain_order=True).collect())
+            .sort(["source_uid", "instance_id", "model"], maintain_order=True).collect(engine="streaming"))
     sizes = keys["__size"].to_numpy() if keys.height else np.zeros(0, dtype=np.int64)
     groups = split_by_bytes(sizes, min(row_group_bytes, max_shard_bytes))
     starts = np.array([a for a, _ in groups], dtype=np.int64)
