@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from pipeline.fileio import file_sha256
 
 CODE_VERSION = "0.1.0"
 
@@ -44,6 +46,9 @@ class Config:
     ray_address: str | None = None
     limits: Limits = field(default_factory=Limits)
     dedup: DedupParams = field(default_factory=DedupParams)
+    # content fingerprint of the reference inputs (benchmark tables, catalog tasks), set by the
+    # driver: cached stage outputs depend on them, so they are part of the stage hash
+    references: str = ""
 
     def stage_hash(self) -> str:
         """Hash of everything that changes what a stage outputs (not paths or executor)."""
@@ -52,8 +57,20 @@ class Config:
             "limits": asdict(self.limits),
             "dedup": asdict(self.dedup),
             "no_benchmarks": self.no_benchmarks,
+            "references": self.references,
         }
         return hashlib.sha256(orjson.dumps(relevant, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+    def with_references(self) -> Config:
+        """This config with ``references`` filled in from the files the stages will read."""
+        parts: list[str] = []
+        if self.benchmarks and not self.no_benchmarks:
+            root = Path(self.benchmarks)
+            files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+            parts += [f"bench:{p.relative_to(root) if root.is_dir() else p.name}:{file_sha256(p)}" for p in files]
+        if self.catalog and (Path(self.catalog) / "tasks.parquet").exists():
+            parts.append(f"catalog:{file_sha256(Path(self.catalog) / 'tasks.parquet')}")
+        return replace(self, references=hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
 
     @staticmethod
     def load(path: str | Path | None, **overrides: Any) -> Config:

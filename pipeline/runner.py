@@ -115,6 +115,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     if not config.no_benchmarks and not config.benchmarks:
         raise NoBenchmarks("no benchmark tables given: pass --benchmarks DIR (see `trajpipe benchmarks "
                            "pull`) or --no-benchmarks to skip the benchmark checks (the card will say so)")
+    config = config.with_references()
     workdir = Path(config.workdir)
     summary = RunSummary()
     with workdir_lock(workdir):

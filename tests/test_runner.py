@@ -189,3 +189,23 @@ def test_published_trees_are_verified_from_the_files(tmp_path: Path) -> None:
     problems = verify_trees(work / "publish", [ds], stats)["problems"]
     assert any("1 rows in shards, ledger says 2" in p for p in problems)
     assert any("no README.md" in p for p in problems)
+
+
+def test_cached_unit_work_is_redone_when_the_reference_tables_change(tmp_path: Path) -> None:
+    """Task dedup and leak checks read the benchmark tables and the catalog: a cached unit made
+    with other tables must not be reused."""
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    row = {"benchmark": "b", "instance_id": "other__repo-1", "repo": "other/repo", "base_commit": "a" * 40,
+           "problem_statement": "unrelated", "patch": ""}
+    (bench / "t.jsonl").write_bytes(orjson.dumps(row) + b"\n")
+    cfg = Config(affine=(str(corpus),), workdir=str(work), benchmarks=str(bench), workers=1)
+    assert run_pipeline(cfg).stats["published"]["total"] == 2
+    # the benchmark now names the task of run 1: a rebuild must drop it, not reuse the cache
+    row["instance_id"] = distinct(1)["instance_id"]
+    (bench / "t.jsonl").write_bytes(orjson.dumps(row) + b"\n")
+    again = run_pipeline(cfg, rebuild=True)
+    assert again.units_processed == 1
+    assert again.stats["drops"] == {"task_dedup/benchmark_task": 1}
