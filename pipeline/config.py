@@ -13,6 +13,7 @@ import orjson
 from pipeline.fileio import file_sha256
 
 CODE_VERSION = "0.1.0"
+CACHE_FORMAT = 2  # bump when what a unit cache holds changes (old caches are then redone)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Config:
         """Hash of everything that changes what a stage outputs (not paths or executor)."""
         relevant = {
             "code": CODE_VERSION,
+            "cache": CACHE_FORMAT,
             "limits": asdict(self.limits),
             "dedup": asdict(self.dedup),
             "no_benchmarks": self.no_benchmarks,

@@ -28,6 +28,9 @@ from pipeline.state import State
 from schemas.run import WORK, empty
 
 QUARANTINE = "quarantine"
+# columns only the per-unit stages read; the unit cache and the held-run store keep the rest
+# (commands and outputs repeat what the messages hold, so they would double what is written)
+STAGE_ONLY = ["commands", "outputs", "returncodes", "problem_statement"]
 
 
 def epoch_key(epoch: int | None) -> str:
@@ -162,7 +165,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         seconds["dedup_keys"] += time.perf_counter() - t0
         t0 = time.perf_counter()
         if batch.height:
-            writer.write(batch)
+            writer.write(batch.drop(STAGE_ONLY))
         seconds["write"] += time.perf_counter() - t0
         n_kept += batch.height
         pending.clear()
@@ -208,7 +211,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     }
     crashpoint("unit_done")
     t0 = time.perf_counter()
-    writer.finish(add_dedup_keys(empty(WORK), config.dedup), drops, meta)
+    writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), drops, meta)
     seconds["write"] += time.perf_counter() - t0
     seconds["read"] = max(0.0, time.perf_counter() - started - sum(seconds.values()))
     return {**meta, "seconds": dict(seconds)}

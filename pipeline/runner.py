@@ -158,9 +158,6 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
 
 
 KEY_COLUMNS = ["source_uid", "epoch", "dataset", "resolved", "exact_hash", "minhash"]
-# what the held-run store keeps of an admitted run: the published columns, the dedup keys and
-# the light internal ones (commands/outputs are re-derivable from messages and double the size)
-STORE_DROP = ["commands", "outputs", "returncodes", "problem_statement"]
 
 
 def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
@@ -198,7 +195,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
         for p in kept_paths:
             part = pl.read_parquet(p)
             if admitted is not None and part.height:
-                yield part.filter(pl.col("source_uid").is_in(admitted)).drop(STORE_DROP).sort("source_uid")
+                yield part.filter(pl.col("source_uid").is_in(admitted)).sort("source_uid")
 
     state.commit(state.next_seq(), [u.state_key for u in new], admitted_rows(), sorted_drops(ledger),
                  {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
