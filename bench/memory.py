@@ -9,40 +9,16 @@ process tree (driver + workers), sampled every 20 ms from /proc. Writes bench/re
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from e2e import tree_rss  # bench/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 SHARED_BENCH = ROOT.parent / "shared" / "benchmarks"
-
-
-def tree_rss(pid: int) -> int:
-    """Sum of RSS (bytes) of pid and all its descendants."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(d))
-    total, todo = 0, [pid]
-    page = os.sysconf("SC_PAGE_SIZE")
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/statm") as fh:
-                total += int(fh.read().split()[1]) * page
-        except (OSError, IndexError, ValueError):
-            pass
-        todo.extend(children.get(p, []))
-    return total
 
 
 def measure(cmd: list[str]) -> tuple[float, int]:
