@@ -68,13 +68,17 @@ def test_foreign_roots_are_reported() -> None:
 # home and temp-dir forms without "/home/" or "/tmp/tmp"); the result must be the full pattern's.
 _ROOT_PIECES = ["/repo", "/app", "/workspace/foo", "/home/u/django", "/home/u/x", "/tmp/tmpabcdef/django",
                 "/tmp/tmpabcdef/x", "/owner__repo", "/srv/root", "/srv/rootx", "~", "-", ".", "x", " ",
-                "\n", "https://x.com/repo", "/repository", "/testbed", "//", "/"]
+                "\n", "https://x.com/repo", "/repository", "/testbed", "//", "/",
+                # names followed by a dot, a dash or a longer name; roots holding non-path characters
+                "/home/u/django.", "/home/u/django.x", "/home/u/django-", "/home/u/a__django", "/home/",
+                "/tmp/tmpabcdef/", "/a:", "/a:/repo", "/a:/workspace", ":", "b"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
-       st.sampled_from([None, "/srv/root", "/testbed", "/workspace/foo", "srv"]),
-       st.sampled_from([None, "owner/django", "a__django"]))
+       st.sampled_from([None, "/srv/root", "/testbed", "/workspace/foo", "srv", "/a:", "/a:/workspace",
+                        "/home/u/django", "/", "/srv/root/"]),
+       st.sampled_from([None, "owner/django", "a__django", "my repo/x:y", "django.x"]))
 def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo: str | None) -> None:
     from pipeline.convert.roots import _AFTER, _BEFORE, _alternatives
 
