@@ -20,6 +20,7 @@ from pipeline.stages.leaks import (
     _gram_starts,
     _shlex_split,
     _token_hashes,
+    _token_hashes_regex,
     maybe_attempt,
     split_command,
 )
@@ -542,3 +543,22 @@ def test_batch_lines_token_stream_equals_tokenising_whole_text(runs: list[tuple[
     some = np.arange(len(h)) % 2 == 0
     assert set(_gram_starts(doc, 3, some).tolist()) <= set(pos.tolist())
     assert _gram_hashes(h, pos, 3).tolist() == _gram_hashes(want_h, pos, 3).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="aZ_9 .-\n\u212a\u0130\u00e9K", max_size=30),
+                          st.text(max_size=12)), max_size=8), st.integers(0, 2))
+def test_byte_tokeniser_equals_the_regex_tokeniser(texts: list[str | None], skip: int) -> None:
+    """The numpy tokeniser gives the regex's tokens, in order, for any text: ASCII, non-ASCII whose
+    lowercase is ASCII (Kelvin sign -> k, dotted I -> i), nulls, and a sliced (offset) series."""
+    s = pl.Series(texts, dtype=pl.Utf8).slice(min(skip, len(texts)))
+    h, counts = _token_hashes(s)
+    want_h, want_counts = _token_hashes_regex(s)
+    assert counts.tolist() == want_counts.tolist() and h.tolist() == want_h.tolist()
+
+
+def test_byte_tokeniser_lowercases_like_unicode() -> None:
+    h, counts = _token_hashes(pl.Series(["Foo_BAR baz9", "\u212aelvin x", "", "caf\u00e9 OK"]))
+    assert counts.tolist() == [2, 2, 0, 2]
+    want = pl.Series(["foo_bar", "baz9", "kelvin", "x", "caf", "ok"]).hash(seed=7).to_numpy()
+    assert h.tolist() == want.tolist()

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.context import Context
 from pipeline.stages.base import Stage, StageOutput
@@ -623,12 +624,80 @@ def _repo_key(repo: str) -> str:
     return re.split(r"\.[0-9a-f]{8}$", r)[0].lower()
 
 
-def _token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(hashes of all word tokens in order, token count per text): lowercase ``[a-z0-9_]+`` runs."""
+def _token_hashes_regex(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes of all word tokens in order, token count per text): lowercase ``[a-z0-9_]+`` runs.
+
+    The specification of :func:`_token_hashes`, and its path for texts with non-ASCII characters
+    (Unicode lowercasing turns some of them into ASCII letters: ``K`` (Kelvin) -> ``k``)."""
     toks = texts.fill_null("").str.to_lowercase().str.extract_all(_WORD)
     counts = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
     flat = toks.explode().drop_nulls()  # an empty list explodes to one null: not a token
     return flat.hash(seed=7).to_numpy(), counts
+
+
+def _utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of all texts back to back and their offsets (nulls are empty); zero copy."""
+    arr = texts.cast(pl.Utf8).fill_null("").rechunk().to_arrow()
+    if arr.type != pa.large_string():
+        arr = arr.cast(pa.large_string())
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
+    return data[off[0]: off[-1]], off - off[0]
+
+
+def _token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Same result as :func:`_token_hashes_regex`, ~1.3x less CPU: pure-ASCII texts are tokenised on
+    their bytes (numpy) and the tokens' lowercased bytes laid out as one Arrow string array, so each
+    token is hashed by the very same polars hash; texts with non-ASCII bytes take the regex path."""
+    data, off = _utf8_buffers(texts)
+    n_texts = len(off) - 1
+    if n_texts == 0:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    lens_t = np.diff(off)
+    # Largest byte of each text (a zero byte appended so every start is a valid index; an empty
+    # text's reduceat value is a neighbour's byte, hence the length mask).
+    top = np.maximum.reduceat(np.append(data, np.uint8(0)), off[:-1])
+    other = (top >= 0x80) & (lens_t > 0)  # texts holding a non-ASCII byte
+    low = data - np.uint8(65)
+    np.less(low, 26, out=(upper := np.empty(len(data), dtype=bool)))
+    np.add(data, upper.view(np.uint8) << np.uint8(5), out=low)  # ASCII lowercase
+    isw = (low - np.uint8(97)) < 26
+    isw |= (data - np.uint8(48)) < 10
+    isw |= data == 95
+    if other.any():  # their bytes are no word bytes here: those texts are tokenised by the regex
+        isw &= ~np.repeat(other, lens_t)
+    # Token = maximal run of word bytes that does not cross a text boundary.
+    edge = np.empty(len(data) + 1, dtype=bool)
+    edge[0] = edge[-1] = True
+    np.not_equal(isw[1:], isw[:-1], out=edge[1:-1])
+    edge[off] = True
+    cuts = np.flatnonzero(edge)
+    starts = cuts[:-1]
+    word = np.take(isw, starts) if len(starts) else np.zeros(0, dtype=bool)
+    starts, ends = np.compress(word, starts), np.compress(word, cuts[1:])
+    lens = ends - starts
+    tok_off = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=tok_off[1:])
+    tokens = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(tok_off),
+                                              pa.py_buffer(np.compress(isw, low)))
+    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=7).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
+    counts = np.diff(np.searchsorted(starts, off)).astype(np.int64)
+    if not other.any():
+        return h, counts
+    # Splice the regex path's tokens of the non-ASCII texts in, keeping text order.
+    idx = np.flatnonzero(other)
+    h2, c2 = _token_hashes_regex(texts.gather(idx))
+    counts[idx] = c2
+    first = np.cumsum(counts) - counts  # first output token of each text
+    out = np.empty(int(counts.sum()), dtype=np.uint64)
+    fast = ~other
+    cf = counts * fast
+    fast_first = np.cumsum(cf) - cf
+    out[np.arange(len(h)) + np.repeat((first - fast_first)[fast], counts[fast])] = h
+    c2s = np.cumsum(c2) - c2
+    out[np.arange(len(h2)) + np.repeat(first[idx] - c2s, c2)] = h2
+    return out, counts
 
 
 def _gram_hashes(h: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
