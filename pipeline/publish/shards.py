@@ -25,7 +25,9 @@ from pipeline.fileio import atomic_write_bytes
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
 MAX_SHARD_BYTES = 500 * 2**20
-ROW_GROUP_BYTES = 100 * 2**20
+# ≤ 100 MB as the Hub convention allows; 32 MB bounds what the publisher holds at once (one row
+# group uncompressed, in polars and Arrow form) so its memory does not grow with a dataset
+ROW_GROUP_BYTES = 32 * 2**20
 SHARD_RE = re.compile(r"^train-(\d{5})-of-(\d{5})\.parquet$")
 # Content-defined chunking (datasets' defaults) keeps pages stable when rows are added, so a
 # re-upload to the Hub's Xet storage sends only the changed chunks. It is deterministic.
