@@ -146,7 +146,8 @@ def audit(
     if json_out:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
     elif not html:
-        au.render_report(report, Console())
+        # off a terminal (logs, make) rich would fold the funnel into 80 columns
+        au.render_report(report, Console() if sys.stdout.isatty() else Console(width=180))
 
 
 @bench_app.command("pull")
