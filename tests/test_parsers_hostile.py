@@ -72,14 +72,16 @@ def test_longest_path_is_a_simple_parent_chain(parents: list[int | None]) -> Non
         assert clean[b] == a
 
 
-def test_huge_strings_parse_quickly() -> None:
+def test_huge_strings_with_unclosed_tags_do_not_hang() -> None:
+    """A hang guard, not a speed measurement: a regex that rescans per unclosed tag goes quadratic
+    on this input (minutes); the linear scan takes well under a second."""
     junk = ("<tool_call>" + "x" * 1000 + "<function=" + "y" * 1000) * 2000  # ~4 MB, unclosed tags
     t0 = time.perf_counter()
     check(RawRun("u", "Affine corpus", "view", 1, {"instance_id": "a__b-1", "nodes": [
         {"parent": None, "role": "user", "content": "task"},
         {"parent": 0, "role": "assistant", "content": junk},
         {"parent": 1, "role": "user", "content": "<returncode>0</returncode>" + "z" * 4_000_000}]}, 0))
-    assert time.perf_counter() - t0 < 10
+    assert time.perf_counter() - t0 < 60, "parsing went super-linear on unclosed tags"
 
 
 def test_deep_cycle_graph() -> None:
