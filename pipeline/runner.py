@@ -7,6 +7,7 @@ run's decisions are committed atomically, and the publish tree is re-rendered fr
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ import pyarrow.parquet as pq
 from pipeline.config import Config
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_bytes, atomic_write_json
+from pipeline.fileio import atomic_write_bytes, atomic_write_json, file_sha256
 from pipeline.ledger import InvariantError, check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
@@ -93,20 +94,36 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
             old = pl.read_parquet(path, columns=["source_uid", "messages"])
             parts.append(add_dedup_keys(old, config.dedup).select("source_uid", "exact_hash", "minhash"))
     if config.catalog:
-        runs_dir = Path(config.catalog) / "runs"
-        files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
-        if files:
-            cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
-            if cat.height:
-                keyed = add_dedup_keys(cat, config.dedup)
-                parts.append(keyed.select(
-                    ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"),
-                    "exact_hash", "minhash"))
+        parts.append(catalog_keys(state, config, scheme))
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8,
                                     "minhash": pl.List(pl.UInt32)})
     return pl.concat(parts, how="vertical_relaxed")
+
+
+def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
+    """Dedup keys of the catalog's runs, computed once per catalog content and signature scheme
+    (a catalog of earlier datasets can be large; its keys are cached in the state)."""
+    from pipeline.dedup.keys import add_dedup_keys
+
+    runs_dir = Path(config.catalog or "") / "runs"
+    files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
+    empty_keys = pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)})
+    if not files:
+        return empty_keys
+    fingerprint = hashlib.sha256("\n".join(
+        [scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()).hexdigest()[:24]
+    cached = state.root / "catalog" / f"{fingerprint}.parquet"
+    if cached.exists():
+        return pl.read_parquet(cached)
+    keys = empty_keys
+    cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    if cat.height:
+        keys = add_dedup_keys(cat, config.dedup).select(
+            ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash")
+    atomic_write_bytes(cached, parquet_bytes(keys.to_arrow()))
+    return keys
 
 
 def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | None = None) -> RunSummary:

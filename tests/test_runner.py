@@ -209,3 +209,29 @@ def test_cached_unit_work_is_redone_when_the_reference_tables_change(tmp_path: P
     again = run_pipeline(cfg, rebuild=True)
     assert again.units_processed == 1
     assert again.stats["drops"] == {"task_dedup/benchmark_task": 1}
+
+
+def test_runs_already_in_the_catalog_are_duplicates_and_their_keys_are_cached(tmp_path: Path) -> None:
+    import shutil
+
+    first, work_a = tmp_path / "first", tmp_path / "a"
+    add_epoch(first, 1, [[distinct(1), distinct(2)]])
+    run_pipeline(config(first, work_a))
+    catalog = tmp_path / "catalog" / "runs"
+    catalog.mkdir(parents=True)
+    for i, shard in enumerate(sorted((work_a / "publish").rglob("train-*.parquet"))):
+        shutil.copy(shard, catalog / f"part-{i}.parquet")
+    # a new corpus re-exports run 1 under another rollout id: it is already held by the catalog
+    second, work_b = tmp_path / "second", tmp_path / "b"
+    shards = add_epoch(second, 5, [[distinct(1) | {"rollout_id": "again"}, distinct(3)]])
+    cfg = Config(affine=(str(second),), workdir=str(work_b), no_benchmarks=True, workers=1,
+                 catalog=str(tmp_path / "catalog"))
+    stats = run_pipeline(cfg).stats
+    assert stats["drops"] == {"traj_dedup/exact": 1}
+    drops = pl.read_parquet(work_b / "ledger" / "drops.parquet")
+    assert drops["detail"][0].startswith("kept=catalog:")
+    cached = list((work_b / "state" / "catalog").glob("*.parquet"))
+    assert len(cached) == 1
+    add_epoch(second, 6, [[distinct(4)]], keep=shards)
+    run_pipeline(cfg)
+    assert list((work_b / "state" / "catalog").glob("*.parquet")) == cached  # reused, not recomputed
