@@ -438,6 +438,19 @@ def repo_from_id(instance_id: str) -> str:
 LANG_RE = re.compile(r"uploaded an? ([A-Za-z+#]+) code repository")
 
 
+def first_user_text(msgs: list[Msg]) -> str:
+    """The task message: the first user message's text ("" when there is none)."""
+    return next((m.text for m in msgs if m.role == "user"), "")
+
+
+def row_task_messages(row: dict[str, Any]) -> tuple[str, list[Msg]]:
+    """``instance_id`` and the normalised ``messages`` of a row-shaped record (SWE-Lego, SWE-smith)."""
+    instance_id = opt_str(row.get("instance_id")) or ""
+    if not instance_id:
+        raise ParseError("missing_field", "instance_id")
+    return instance_id, normalize_messages(row.get("messages"), "messages")
+
+
 def language_hint(task_text: str) -> str:
     m = LANG_RE.search(task_text)
     return m.group(1).lower() if m else "unknown"

@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.episode import Episode, RawRun
-from pipeline.parsers.common import language_hint, messages_episode, normalize_messages, opt_str
+from pipeline.parsers.common import (
+    first_user_text,
+    language_hint,
+    messages_episode,
+    normalize_messages,
+    opt_str,
+)
 
 
 def _dig(d: Any, *keys: str) -> Any:
@@ -24,7 +30,7 @@ def parse_miniswe(raw: RawRun) -> Episode:
     file_name = opt_str(rec.get("__file__")) or ""
     instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
                    or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)
-    user = next((m.text for m in msgs if m.role == "user"), "")
+    user = first_user_text(msgs)
     return messages_episode(
         msgs,
         instance_id=instance_id,

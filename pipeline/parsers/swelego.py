@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from pipeline.episode import Episode, ParseError, RawRun
-from pipeline.parsers.common import language_hint, messages_episode, normalize_messages, opt_str
+from pipeline.episode import Episode, RawRun
+from pipeline.parsers.common import (
+    first_user_text,
+    language_hint,
+    messages_episode,
+    opt_str,
+    row_task_messages,
+)
 
 
 def _label(dialect: str) -> str:
@@ -13,11 +19,8 @@ def _label(dialect: str) -> str:
 
 def parse_swelego(raw: RawRun) -> Episode:
     row = raw.payload
-    instance_id = opt_str(row.get("instance_id")) or ""
-    if not instance_id:
-        raise ParseError("missing_field", "instance_id")
-    msgs = normalize_messages(row.get("messages"), "messages")
-    user = next((m.text for m in msgs if m.role == "user"), "")
+    instance_id, msgs = row_task_messages(row)
+    user = first_user_text(msgs)
     lang = language_hint(user)
     return messages_episode(
         msgs,

@@ -7,14 +7,15 @@ The style is read from the messages: ``tool`` (structured ``tool_calls``), ``xml
 
 from __future__ import annotations
 
-from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.episode import Episode, RawRun
 from pipeline.parsers.common import (
+    first_user_text,
     language_hint,
     messages_episode,
-    normalize_messages,
     opt_str,
     resolved_from,
     restore_pty_newlines,
+    row_task_messages,
 )
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
@@ -22,11 +23,8 @@ _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "
 
 def parse_swesmith(raw: RawRun) -> Episode:
     row = raw.payload
-    instance_id = opt_str(row.get("instance_id")) or ""
-    if not instance_id:
-        raise ParseError("missing_field", "instance_id")
-    msgs = normalize_messages(row.get("messages"), "messages")
-    user = next((m.text for m in msgs if m.role == "user"), "")
+    instance_id, msgs = row_task_messages(row)
+    user = first_user_text(msgs)
     # SWE-smith runs were recorded by SWE-agent through a pty
     return restore_pty_newlines(messages_episode(
         msgs,
