@@ -294,7 +294,8 @@ def write_html(report: dict[str, Any], path: Path) -> None:
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 8px; font-size: 0.9em; }}
+td:first-child {{ white-space: nowrap; }}
 td.n, text.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .ok {{ color: #2a7a2a; }} .bad {{ color: #b00020; font-weight: bold; }}
 </style></head><body>
