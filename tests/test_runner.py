@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.config import Config
-from pipeline.runner import NoBenchmarks, run_pipeline
+from pipeline.runner import NoBenchmarks, RunSummary, run_pipeline
 from pipeline.state import WorkdirLocked, workdir_lock
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
 
@@ -235,3 +235,26 @@ def test_runs_already_in_the_catalog_are_duplicates_and_their_keys_are_cached(tm
     add_epoch(second, 6, [[distinct(4)]], keep=shards)
     run_pipeline(cfg)
     assert list((work_b / "state" / "catalog").glob("*.parquet")) == cached  # reused, not recomputed
+
+
+def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    from pipeline.sources import swelego
+    from pipeline.sources.synth import synth
+
+    synth(tmp_path / "s", runs=12, epochs=1, seed=5)
+    for f in (tmp_path / "s" / "swelego").rglob("*.parquet"):
+        pq.write_table(pq.read_table(f), f, row_group_size=2)  # several row groups per file
+
+    def run_into(work: Path) -> RunSummary:
+        return run_pipeline(Config(swelego=(str(tmp_path / "s" / "swelego"),), workdir=str(work),
+                                   no_benchmarks=True, workers=1))
+
+    whole = run_into(tmp_path / "whole")
+    monkeypatch.setattr(swelego, "UNIT_ROWS", 3)
+    parts = run_into(tmp_path / "parts")
+    assert parts.units_total > whole.units_total
+    assert whole.stats["invariant"]["ingested"] > 0
+    assert tree_bytes(tmp_path / "parts") == tree_bytes(tmp_path / "whole")

@@ -185,3 +185,22 @@ def test_swelego_parquet_and_jsonl(tmp_path: Path) -> None:
     assert runs[2].payload["messages"] == msgs
     q = [i for i in items if isinstance(i, Quarantined)]
     assert [(x.reason, x.source_uid.rsplit("#", 1)[1]) for x in q] == [("bad_json", "row=1"), ("bad_json", "row=2")]
+
+
+def test_a_large_swelego_parquet_is_split_at_row_groups_keeping_row_numbers(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "swelego" / "data"
+    data.mkdir(parents=True)
+    msgs = [{"role": "user", "content": "u"}]
+    table = pa.Table.from_pylist([{"instance_id": f"a__b-{i}", "messages": msgs} for i in range(6)])
+    pq.write_table(table, data / "resolved-00000-of-00001.parquet", row_group_size=2)  # 3 row groups
+    units = swelego.list_units(str(tmp_path / "swelego"), unit_rows=3)
+    assert [(u.row_groups, u.first_row) for u in units] == [((0, 2), 0), ((2, 3), 4)]
+    assert len({u.state_key for u in units}) == 2
+    runs = [i for u in units for i in swelego.read_unit(u, Limits()) if isinstance(i, RawRun)]
+    assert [r.source_uid.rsplit("#", 1)[1] for r in runs] == [f"row={i}" for i in range(6)]
+    assert [r.payload["instance_id"] for r in runs] == [f"a__b-{i}" for i in range(6)]
+    # a small file stays one unit, as before
+    assert [u.row_groups for u in swelego.list_units(str(tmp_path / "swelego"))] == [None]

@@ -35,10 +35,14 @@ class Unit:
     sha_scope: str = "raw"  # "raw": over uncompressed bytes; "gzip": over the file bytes
     dataset_label: str = ""  # SWE-Lego "<dataset>" part of source_uid
     location: str = ""  # absolute path or URL to read
+    # a part of a large Parquet file: row groups [first, last) whose first row is ``first_row``
+    row_groups: tuple[int, int] | None = None
+    first_row: int = 0
 
     @property
     def state_key(self) -> str:
-        return f"{self.source}-{self.sha256}"
+        part = f"-rg{self.row_groups[0]}-{self.row_groups[1]}" if self.row_groups else ""
+        return f"{self.source}-{self.sha256}{part}"
 
     @property
     def url(self) -> str:

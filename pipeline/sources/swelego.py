@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -16,6 +17,7 @@ from pipeline.sources.base import ShardVerdict, Unit
 
 ORIGIN = "SWE-Lego"
 SUFFIXES = (".parquet", ".jsonl", ".json")
+UNIT_ROWS = 1000  # a Parquet file larger than this is split at row-group boundaries into units
 _SPLIT = re.compile(r"^([A-Za-z_]+?)(?:-\d{5}-of-\d{5})?\.(?:parquet|jsonl|json)$")
 
 
@@ -30,8 +32,12 @@ def resolved_from_name(name: str) -> str:
     return "unknown"
 
 
-def list_units(location: str, *, dataset: str | None = None) -> list[Unit]:
-    """Every Parquet/JSONL file under ``location`` (a file or a folder), in a stable order."""
+def list_units(location: str, *, dataset: str | None = None, unit_rows: int | None = None) -> list[Unit]:
+    """Every Parquet/JSONL file under ``location`` (a file or a folder), in a stable order.
+
+    A Parquet file with more than ``unit_rows`` rows becomes several units of whole row groups
+    (about ``unit_rows`` rows each), so one large file is spread over the workers; source_uids
+    keep the row's number in the whole file."""
     root = Path(location).resolve()
     if root.is_file():
         files = [root]
@@ -43,9 +49,25 @@ def list_units(location: str, *, dataset: str | None = None) -> list[Unit]:
     units = []
     for f in files:
         rel = f.relative_to(top).as_posix() if f.is_relative_to(top) else f.name
-        units.append(Unit("swelego", label, rel, file_sha256(f), None, "gzip", dataset_label=label,
-                          location=str(f)))
+        unit = Unit("swelego", label, rel, file_sha256(f), None, "gzip", dataset_label=label, location=str(f))
+        units.extend(_row_group_parts(unit, unit_rows or UNIT_ROWS) if f.name.endswith(".parquet") else [unit])
     return units
+
+
+def _row_group_parts(unit: Unit, unit_rows: int) -> list[Unit]:
+    try:
+        meta = pq.ParquetFile(unit.location).metadata
+    except (OSError, ValueError):
+        return [unit]  # unreadable: the reader quarantines it with its reason
+    if meta.num_rows <= unit_rows or meta.num_row_groups < 2:
+        return [unit]
+    parts, start, first_row, rows = [], 0, 0, 0
+    for g in range(meta.num_row_groups):
+        rows += meta.row_group(g).num_rows
+        if rows >= unit_rows or g == meta.num_row_groups - 1:
+            parts.append(replace(unit, row_groups=(start, g + 1), first_row=first_row))
+            start, first_row, rows = g + 1, first_row + rows, 0
+    return parts
 
 
 def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
@@ -53,7 +75,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     prefix = f"{unit.dataset_label}:{unit.key}#row="
     try:
         if unit.key.endswith(".parquet"):
-            rows = _parquet_rows(unit.location)
+            rows = _parquet_rows(unit.location, unit.row_groups, unit.first_row)
         else:
             rows = _jsonl_rows(unit.location, limits)
         for n, item in rows:
@@ -68,10 +90,12 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _parquet_rows(path: str) -> Iterator[tuple[int, dict | str]]:
+def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None,
+                  first_row: int = 0) -> Iterator[tuple[int, dict | str]]:
     pf = pq.ParquetFile(path)
-    n = 0
-    for batch in pf.iter_batches(batch_size=256):
+    n = first_row
+    groups = range(*row_groups) if row_groups else None
+    for batch in pf.iter_batches(batch_size=256, row_groups=groups):
         for row in batch.to_pylist():
             yield n, row
             n += 1
