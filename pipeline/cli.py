@@ -157,7 +157,14 @@ def benchmarks_pull(
     """Download SWE-bench (full, Lite, Verified, Multimodal), GitGoodBench and others from the Hub."""
     from pipeline.benchmarks import pull_benchmarks
 
-    for p in pull_benchmarks(to):
+    try:
+        paths = pull_benchmarks(to)
+    except (RuntimeError, OSError) as exc:  # the tables that did come down are written already
+        failures = str(exc).removeprefix("could not pull: ").split("; ")
+        for failure in failures:
+            err.print(f"[red]not pulled:[/] {failure.splitlines()[0][:200]}")
+        _fail(f"{len(failures)} benchmark table(s) could not be pulled (network or Hub access); see above")
+    for p in paths:
         err.print(f"wrote {p}")
 
 

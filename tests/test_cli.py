@@ -40,3 +40,10 @@ def test_run_publish_and_offline_hub(tmp_path: Path) -> None:
 def test_publish_before_any_run(tmp_path: Path) -> None:
     res = runner.invoke(app, ["publish", "--workdir", str(tmp_path), "--to", str(tmp_path / "o")])
     assert res.exit_code == 2 and "run `trajpipe run` first" in res.output
+
+
+def test_benchmarks_pull_offline_reports_each_table_plainly(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["benchmarks", "pull", "--to", str(tmp_path / "b")])
+    assert res.exit_code == 2
+    assert "could not be pulled" in res.output and "not pulled:" in res.output
+    assert "Traceback" not in res.output
