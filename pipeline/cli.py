@@ -70,7 +70,7 @@ def run(
         _fail("nothing to ingest: give --affine and/or --swelego (or a --config naming them)")
     try:
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
-    except (NoBenchmarks, WorkdirLocked, ManifestError) as exc:
+    except (NoBenchmarks, WorkdirLocked, ManifestError, FileNotFoundError) as exc:
         _fail(str(exc))
     except InvariantError as exc:
         _fail(str(exc), code=3)

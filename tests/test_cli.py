@@ -47,3 +47,11 @@ def test_benchmarks_pull_offline_reports_each_table_plainly(tmp_path: Path) -> N
     assert res.exit_code == 2
     assert "could not be pulled" in res.output and "not pulled:" in res.output
     assert "Traceback" not in res.output
+
+
+def test_missing_inputs_are_named(tmp_path: Path) -> None:
+    for flag in ("--swelego", "--affine"):
+        res = runner.invoke(app, ["run", flag, str(tmp_path / "nope"), "--workdir", str(tmp_path / "w"),
+                                  "--no-benchmarks"])
+        assert res.exit_code == 2, res.output
+        assert "nope" in res.output and "Traceback" not in res.output

@@ -39,6 +39,8 @@ def list_units(location: str, *, dataset: str | None = None, unit_rows: int | No
     (about ``unit_rows`` rows each), so one large file is spread over the workers; source_uids
     keep the row's number in the whole file."""
     root = Path(location).resolve()
+    if not root.exists():
+        raise FileNotFoundError(f"SWE-Lego input {location} does not exist")
     if root.is_file():
         files = [root]
         top = root.parent.parent if root.parent.name == "data" else root.parent
