@@ -51,6 +51,12 @@ class Config:
     # driver: cached stage outputs depend on them, so they are part of the stage hash
     references: str = ""
 
+    def __post_init__(self) -> None:
+        if self.executor not in ("local", "ray"):
+            raise ValueError(f"executor must be 'local' or 'ray', not {self.executor!r}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, not {self.workers}")
+
     def stage_hash(self) -> str:
         """Hash of everything that changes what a stage outputs (not paths or executor)."""
         relevant = {

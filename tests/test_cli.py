@@ -55,3 +55,10 @@ def test_missing_inputs_are_named(tmp_path: Path) -> None:
                                   "--no-benchmarks"])
         assert res.exit_code == 2, res.output
         assert "nope" in res.output and "Traceback" not in res.output
+
+
+def test_bad_options_are_a_config_error(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["run", "--affine", str(tmp_path), "--executor", "spark", "--no-benchmarks"])
+    assert res.exit_code == 2 and "executor must be 'local' or 'ray'" in res.output
+    res = runner.invoke(app, ["run", "--affine", str(tmp_path), "--workers", "0", "--no-benchmarks"])
+    assert res.exit_code == 2 and "workers must be at least 1" in res.output
