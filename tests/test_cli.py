@@ -62,3 +62,11 @@ def test_bad_options_are_a_config_error(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "executor must be 'local' or 'ray'" in res.output
     res = runner.invoke(app, ["run", "--affine", str(tmp_path), "--workers", "0", "--no-benchmarks"])
     assert res.exit_code == 2 and "workers must be at least 1" in res.output
+
+
+def test_the_committed_sample_config_loads() -> None:
+    from pipeline.config import Config, DedupParams, Limits
+
+    cfg = Config.load(Path(__file__).parents[1] / "data" / "sample.toml", workers=1)
+    assert cfg.affine == ("data/sample/affine",) and cfg.workers == 1  # CLI overrides the file
+    assert cfg.limits == Limits() and cfg.dedup == DedupParams()  # the file spells out the defaults
