@@ -18,7 +18,6 @@ from typing import Any, Protocol
 import polars as pl
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
-SCHEMA: dict[str, pl.DataType] = {c: pl.Utf8() for c in COLUMNS}
 
 # Source column names, most specific first.
 _ID_COLS = ("instance_id", "sample_id", "id", "task_id", "instance")
@@ -35,10 +34,6 @@ _HEX40 = r"\b[0-9a-f]{40}\b"
 
 class NoBenchmarksError(FileNotFoundError):
     """The benchmark folder holds no benchmark table."""
-
-
-def empty_benchmarks() -> pl.DataFrame:
-    return pl.DataFrame(schema=SCHEMA)
 
 
 def benchmark_name(path: Path) -> str:

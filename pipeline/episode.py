@@ -11,8 +11,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-RESOLVED_VALUES = ("resolved", "not resolved", "unknown")
-
 
 @dataclass(slots=True)
 class RawRun:
@@ -81,7 +79,7 @@ class Meta:
     model: str
     source_uid: str
     dialect: str
-    resolved: str = "unknown"  # one of RESOLVED_VALUES
+    resolved: str = "unknown"  # "resolved" | "not resolved" | "unknown"
     submitted: bool = False
     fold_group: str | None = None
     epoch: int | None = None

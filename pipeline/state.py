@@ -18,7 +18,6 @@ import errno
 import os
 import shutil
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,13 +133,6 @@ class UnitWriter:
         atomic_write_json(self.dir / "meta.json", meta)  # completion marker: last
 
 
-@dataclass
-class UnitOutput:
-    kept: pl.DataFrame
-    drops: pl.DataFrame
-    meta: dict[str, Any]
-
-
 class State:
     """Typed access to ``<workdir>/state``. No global state: everything hangs off the path."""
 
@@ -159,19 +151,6 @@ class State:
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
 
-    def write_unit(self, unit_key: str, config_hash: str, out: UnitOutput) -> None:
-        d = self.cache_dir(unit_key, config_hash)
-        atomic_write_parquet(d / "kept.parquet", out.kept)
-        crashpoint("unit_write")
-        atomic_write_parquet(d / "drops.parquet", out.drops)
-        atomic_write_json(d / "meta.json", out.meta)  # completion marker: last
-
-    def read_unit(self, unit_key: str, config_hash: str) -> UnitOutput:
-        d = self.cache_dir(unit_key, config_hash)
-        return UnitOutput(pl.read_parquet(d / "kept.parquet"), pl.read_parquet(d / "drops.parquet"),
-                          orjson.loads((d / "meta.json").read_bytes()))
-
-    # -- commits ----------------------------------------------------------------------------
     def commits(self) -> list[dict[str, Any]]:
         out = []
         for p in sorted((self.root / "commits").glob("*.json")):

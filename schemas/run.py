@@ -62,7 +62,6 @@ INTERNAL: list[tuple[str, pa.DataType]] = [
 ]
 
 WORK: pa.Schema = pa.schema([*PUBLISHED, *(pa.field(n, t) for n, t in INTERNAL)])
-WORK_NAMES: list[str] = WORK.names
 
 # Ledger rows: one per dropped or quarantined run.
 DROPS: pa.Schema = pa.schema([

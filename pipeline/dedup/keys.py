@@ -387,11 +387,6 @@ def _sha256_hex(canon: pl.Series) -> pl.Series:
                      dtype=pl.Utf8)
 
 
-def exact_hashes(messages: pl.Series) -> pl.Series:
-    """sha256 of :func:`canonical_messages` per run."""
-    return _sha256_hex(messages.to_frame("m").select(canonical_messages(pl.col("m"))).to_series())
-
-
 def add_dedup_keys(batch: pl.DataFrame, params: DedupParams) -> pl.DataFrame:
     """``batch`` plus ``exact_hash`` (Utf8) and ``minhash`` (List[UInt32], ``params.num_perm``)."""
     cmds = pl.col("commands") if "commands" in batch.columns else commands_from_messages(pl.col("messages"))

@@ -227,11 +227,6 @@ def signatures(hashes: npt.ArrayLike, offsets: npt.ArrayLike, num_perm: int = 12
     return out
 
 
-def jaccard(sig_a: npt.NDArray[np.uint32], sig_b: npt.NDArray[np.uint32]) -> npt.NDArray[np.float64]:
-    """Estimated Jaccard of row pairs (fraction of equal slots), as ``MinHash.jaccard``."""
-    return np.count_nonzero(sig_a == sig_b, axis=-1) / sig_a.shape[-1]
-
-
 def is_empty(sig: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
     """Rows that saw no shingle at all (never near-duplicates of each other)."""
     return np.all(sig == MAX_HASH, axis=-1)

@@ -459,7 +459,7 @@ def language_hint(task_text: str) -> str:
 # --------------------------------------------------------------------------- episode assembly
 
 def resolved_from(value: Any) -> str:
-    """A record's own verdict: bools, 0/1, or one of RESOLVED_VALUES; anything else is unknown."""
+    """A record's own verdict: bools, 0/1, or "resolved" / "not resolved" / "unknown"; anything else is unknown."""
     if isinstance(value, bool):
         return "resolved" if value else "not resolved"
     if isinstance(value, int | float):

@@ -31,8 +31,6 @@ FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```",
 BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
 NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")
 
-DIALECTS = ("bash", "qwen_json", "glm", "xml", "tool_call_xml")
-
 
 def blocks(text: str, open_: str, close: str) -> list[tuple[int, int, int, int]]:
     """Non-overlapping ``open_…close`` spans as (start, inner_start, inner_end, end), leftmost

@@ -66,11 +66,6 @@ def row_bytes_expr() -> pl.Expr:
     return (size + msgs + fixed).cast(pl.Int64)
 
 
-def row_bytes(frame: pl.DataFrame) -> np.ndarray:
-    """:func:`row_bytes_expr` of every row of ``frame``."""
-    return frame.select(row_bytes_expr()).to_series().to_numpy()
-
-
 def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
     """Consecutive [start, end) ranges whose byte sum stays within ``limit`` (a lone bigger row
     gets its own range). One searchsorted per range, not a Python step per row."""

@@ -15,9 +15,7 @@ import random
 import string
 from dataclasses import dataclass, field
 
-HEX = "0123456789abcdef"
 ALNUM = string.ascii_letters + string.digits
-LOWER_ALNUM = string.ascii_lowercase + string.digits
 
 
 def digest(*parts: object) -> str:
@@ -256,7 +254,6 @@ def _cpp_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
 
 FUNC = {"python": _py_func, "go": _go_func, "java": _java_func, "rust": _rust_func, "js": _js_func,
         "cpp": _cpp_func}
-EXT = {"python": "py", "go": "go", "java": "java", "rust": "rs", "js": "js", "cpp": "cpp"}
 
 
 def _header(spec: RepoSpec, module: str) -> list[str]:
@@ -466,10 +463,6 @@ def find_listing(rng: random.Random, repo: Repo, root: str, target_bytes: int) -
         size += len(p) + 1
         i += 1
     return "\n".join(out) + "\n"
-
-
-def grep_hits(repo: Repo, root: str, needle: str, paths: list[str], limit: int = 400) -> str:
-    return "".join(grep_text(repo.read(rel), f"{root}/{rel}", needle, limit) for rel in paths)
 
 
 def grep_text(text: str, shown: str, needle: str, limit: int = 400) -> str:

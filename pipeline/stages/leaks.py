@@ -220,7 +220,6 @@ _READERS = {"cat", "sed", "head", "tail", "less", "more", "grep", "rg", "diff", 
 _PIP_NAMES = {"scikit-learn": "sklearn", "pillow": "PIL", "pyyaml": "yaml", "python-dateutil": "dateutil",
               "beautifulsoup4": "bs4", "attrs": "attr", "pytest-dev": "pytest", "scikit-image": "skimage",
               "opencv-python": "cv2", "protobuf": "google", "msgpack-python": "msgpack"}
-KINDS = ("git_history", "foreign_object", "bug_patch", "network_fetch", "package_fetch", "site_packages")
 
 
 @dataclass
