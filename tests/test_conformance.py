@@ -3,7 +3,8 @@ expectation in EXPECTATIONS.json, converted by the same code as ``trajpipe conve
 
 Given a real run, the published result is exactly: converted or dropped (stage/reason), the number
 of assistant actions that survive, whether it ends with the submit command, and the submitted
-patch the final message shows. An entry whose expected result needs a fix of one of issue 11's
+patch the final message shows; some entries also pin exact observations, command shapes or
+text that must not survive (a foreign root). An entry whose expected result needs a fix of one of issue 11's
 defect classes carries ``known_defect`` and is a strict xfail: once the class is fixed the test
 XPASSes and fails until the mark is removed from the JSON.
 """
@@ -30,6 +31,7 @@ FILES = sorted(p.name for p in REAL.iterdir() if p.name not in NOT_RUN_FILES)
 OUTCOME = re.compile(r"converted|drop:[a-z_]+/[a-z_]+")
 TIMEOUT_HEAD = "The last command <command>"  # mini-swe-agent 1.17.5 AgentConfig.timeout_template
 TIMEOUT_TAIL = "</command> timed out and has been killed."
+EMPTY_EDIT = re.compile(r"^(path|old) = (''|\"\")$", re.M)  # an edit script without its file or old text
 
 
 def normalized_patch(text: str) -> str:
@@ -101,12 +103,19 @@ def test_real_run_converts_as_expected(uid: str, published: dict[str, dict[str, 
     assert len(commands) == e["actions"]
     assert (commands[-1] == SUBMIT_COMMAND) is e["submit"]
     assert SUBMIT_COMMAND not in commands[:-1], "only the last action may be the submit"
+    assert not [t for t, cmd in enumerate(commands) if EMPTY_EDIT.search(cmd)], "an edit lost its path or old text"
     if "patch_sha256" in e:
         final = normalized_patch(msgs[-1]["content"])
         assert (sha256(final), len(final.splitlines())) == (e["patch_sha256"], e["patch_lines"])
     for turn in e.get("timeout_turns", []):
         reply = msgs[3 + 2 * turn]["content"]
         assert reply.startswith(TIMEOUT_HEAD) and TIMEOUT_TAIL in reply, f"turn {turn}: {reply[:120]!r}"
+    for turn, reply in e.get("replies", {}).items():  # exact observations (e.g. a kept final newline)
+        assert msgs[3 + 2 * int(turn)]["content"] == reply, f"turn {turn}"
+    for turn, pattern in e.get("command_regex", {}).items():
+        assert re.search(pattern, commands[int(turn)]), f"turn {turn}: {commands[int(turn)][:200]!r}"
+    for pattern in e.get("absent", []):  # a foreign root that must have become /testbed everywhere
+        assert not [i for i, m in enumerate(msgs) if re.search(pattern, m["content"])], pattern
 
 
 def test_every_converted_run_is_read_back_by_mini_swe_agent(published: dict[str, dict[str, Any]]) -> None:
