@@ -114,6 +114,8 @@ def test_real_run_converts_as_expected(uid: str, published: dict[str, dict[str, 
         assert msgs[3 + 2 * int(turn)]["content"] == reply, f"turn {turn}"
     for turn, pattern in e.get("command_regex", {}).items():
         assert re.search(pattern, commands[int(turn)]), f"turn {turn}: {commands[int(turn)][:200]!r}"
+    for turn, pattern in e.get("command_not_regex", {}).items():  # e.g. a clipped view is not a `cat -n`
+        assert not re.search(pattern, commands[int(turn)]), f"turn {turn}: {commands[int(turn)][:200]!r}"
     for pattern in e.get("absent", []):  # a foreign root that must have become /testbed everywhere
         assert not [i for i, m in enumerate(msgs) if re.search(pattern, m["content"])], pattern
 
