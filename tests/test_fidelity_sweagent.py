@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
@@ -184,3 +185,98 @@ def test_unknown_argument_sets_are_bad_tool_args(name: str, args: dict[str, Any]
     with pytest.raises(ConvertError) as err:
         convert_episode(sweagent_episode(sweagent_step(name, "File updated.", **args)))
     assert err.value.reason == "bad_tool_args"
+
+
+# ------------------------------------------------------------------ class 2: review-on-submit, trajectory-only submits
+
+
+REVIEW_HEAD = ("Thank you for your work on this issue. Please carefully follow the steps below to help review your "
+               "changes.\n\n1. ...\n2. Remove your reproduction script (if you haven't done so already).\n"
+               "4. Run the submit command again to confirm.\n\nHere is a list of all of your changes:\n\n<diff>\n")
+
+
+def without_index_lines(diff: str) -> str:
+    return re.sub(r"^index [0-9a-f]+\.\.[0-9a-f]+(?: \d+)?\n", "", diff, flags=re.M)
+
+
+def test_r2_review_on_submit_ends_at_the_last_submit_with_the_submitted_diff(tmp_path: Path) -> None:
+    """R2: submit → review notice → cleanup → submit → diff. The first submit is the review stage
+    (its command stages and diffs like the tool did, and prints the notice around the diff); the
+    run ends at the second submit, whose reply is the submitted patch."""
+    ep = episode_of(REPRO / "R2_sweagent_review_on_submit.traj")
+    assert ep.counters["parse/sweagent_review_submit"] == 1
+    conv = convert_episode(ep)
+    assert conv.commands == [
+        "sed -i 's/x = 1/x = 2/' a.py && echo 'print(1)' > repro.py",
+        "printf '%s\\n' '" + REVIEW_HEAD[:-1].replace("'", "'\\''") + "' && git add -A && git diff --cached"
+        " && printf '%s\\n' '\n</diff>'",
+        "rm /testbed/repro.py",
+        SUBMIT_COMMAND]
+    assert conv.outputs[1] == REVIEW_HEAD + "diff --git a/repro.py b/repro.py\n...\n</diff>\n"
+    assert conv.submitted and conv.returncodes == [0, 0, 0, 0]
+    submission = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert conv.messages[-1] == {"role": "user", "content": submission}
+    # replay: the review prints its notice around the real staged diff; the final diff is the patch
+    git_repo(tmp_path, {"a.py": "x = 1\n"})
+    assert sh(conv.commands[0], tmp_path) == (0, "")
+    rc, out = sh(conv.commands[1], tmp_path)
+    assert rc == 0 and out.startswith(REVIEW_HEAD + "diff --git a/a.py b/a.py\n") and out.endswith(
+        "diff --git a/repro.py b/repro.py\nnew file mode 100644\n"
+        + out.split("new file mode 100644\n")[1].split("\n", 1)[0] + "\n--- /dev/null\n+++ b/repro.py\n"
+        "@@ -0,0 +1 @@\n+print(1)\n\n</diff>\n")
+    assert sh(conv.commands[2], tmp_path) == (0, "")
+    rc, out = sh(conv.commands[3], tmp_path)
+    assert rc == 0 and without_index_lines(out) == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + submission
+
+
+def test_real_swesmith_review_on_submit_run_ends_at_its_second_submit() -> None:
+    """SWE-smith's pydantic run (SWE-agent 1.0.1, review_on_submit_m): 22 turns, the review stage
+    kept as a turn, the cleanup kept, and the final reply is ``info.submission``."""
+    path = REAL / "sweagent-swesmith-pydantic-pr_8316-review-on-submit.traj"
+    conv = convert_file(path)
+    submission = orjson.loads(path.read_bytes())["info"]["submission"]
+    assert len(conv.commands) == 22 and conv.submitted
+    assert conv.commands[-3].endswith(" && git add -A && git diff --cached && printf '%s\\n' '\n</diff>'")
+    assert conv.outputs[-3].startswith("Thank you for your work on this issue.")
+    assert "+++ b/reproduce_error.py\n" in conv.outputs[-3] and conv.outputs[-3].endswith("\n</diff>\n")
+    assert conv.commands[-2] == "rm /testbed/reproduce_error.py /testbed/test_edge_cases.py"
+    assert conv.messages[-1]["content"] == submission and submission.startswith("diff --git a/pydantic/")
+
+
+@pytest.mark.parametrize(("row", "turns"), [(0, 37), (1, 44), (2, 22)])
+def test_real_swesmith_ft_rows_keep_the_review_stage_and_end_at_the_last_submit(row: int, turns: int) -> None:
+    """SWE-smith's SFT rows carry the same review exchange; the row ends with the second submit
+    (no patch recorded in the row, so none is shown)."""
+    ep = episode_of(REAL / "swesmith-ft-xml-example.jsonl", row)
+    assert ep.counters["parse/sweagent_review_submit"] == 1
+    conv = convert_episode(ep)
+    assert len(conv.commands) == turns and conv.submitted and conv.commands[-1] == SUBMIT_COMMAND
+    assert conv.outputs[-3].startswith("Thank you for your work on this issue.")
+    assert conv.commands[-2].startswith("rm ") or conv.commands[-2].startswith("cd /testbed && rm ")
+
+
+def test_real_trajectory_only_submit_is_kept_with_its_patch() -> None:
+    """SWE-agent test-repo run (1.x): the saved history stops before the submit, which only the
+    trajectory has. It is kept, and its reply is the recorded diff (pty line ends undone)."""
+    path = REAL / "sweagent-1x-testrepo-6e44b9-edit-replace.traj"
+    ep = episode_of(path)
+    assert ep.counters["parse/trajectory_submit_recovered"] == 1
+    conv = convert_episode(ep)
+    submission = orjson.loads(path.read_bytes())["info"]["submission"]
+    assert conv.submitted and len(conv.commands) == 5
+    assert conv.messages[-2]["content"].startswith("THOUGHT: The script `missing_colon.py` ran successfully")
+    assert conv.messages[-1]["content"] == submission.replace("\r\n", "\n").lstrip("\n")
+
+
+def test_submit_that_printed_no_patch_gets_the_records_submission(tmp_path: Path) -> None:
+    """An autosubmitted run: the submit step printed ``Exited (autosubmitted)``; the reply is the
+    patch in ``info.submission``, never an empty final message."""
+    patch = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    run = orjson.loads((REPRO / "R1_sweagent_edit_replace_all_hyphen.traj").read_bytes())
+    run["history"][-1]["content"] = "Exited (autosubmitted)"
+    run["info"] = {"submission": patch, "exit_status": "submitted (exit_cost)"}
+    f = tmp_path / "auto.traj"
+    f.write_bytes(orjson.dumps(run))
+    ep = episode_of(f)
+    assert ep.counters["parse/submission_from_info"] == 1
+    assert convert_episode(ep).messages[-1]["content"] == patch

@@ -49,6 +49,7 @@ from pipeline.convert.sweagent_window import (
 )
 from pipeline.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
+from pipeline.parsers.sweagent import REVIEW_TOOL
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
@@ -452,6 +453,29 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     return Action("run", f"git apply <<'{delim}'{' && ' + printer if printer else ''}\n{body}\n{delim}", obs, 0)
 
 
+# ---------------------------------------------------------------- SWE-agent review-on-submit
+
+_REVIEW_DIFF = re.compile(r"<diff>\n")
+
+
+def _review(obs: str, state: ToolState) -> Action:
+    """SWE-agent's review stage of ``submit`` (``review_on_submit_m``): it ran ``git add -A && git
+    diff --cached`` and printed its review message with that diff between ``<diff>`` and
+    ``</diff>``; the run went on. The command does the same: the message's text around the diff is
+    printed, the diff comes from git. A message without a diff is printed as it is. The final
+    newline ``print`` wrote (which SWE-agent 1.x strips) is printed too."""
+    if not obs.endswith("\n"):
+        obs += "\n"
+        state.counters["convert/sweagent_newline_restored"] += 1
+    m = _REVIEW_DIFF.search(obs)
+    end = obs.rfind("\n</diff>")
+    if m is None or end < m.end():
+        return Action("run", edits.print_command(obs) or "true", obs, 0)
+    head, tail = obs[: m.end()], obs[end:]  # the diff between them ends with git's own newline
+    parts = [edits.print_command(head), "git add -A", "git diff --cached", edits.print_command(tail)]
+    return Action("run", " && ".join(p for p in parts if p), obs, 0)
+
+
 # ---------------------------------------------------------------- dispatch
 
 CLAUDE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS"})
@@ -492,6 +516,8 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
         return convert_bash(args, obs, rc, turn, state)
+    if name == REVIEW_TOOL:
+        return _review(obs, state)
     if name in THINK_TOOLS:
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
