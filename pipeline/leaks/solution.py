@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
 from pipeline.leaks.rules import MAYBE_ATTEMPT, classify, make_task, maybe_attempt
-from pipeline.leaks.text import WS, diff_side, own_blocks
+from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
+from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
 from pipeline.shell import split_command
 
 DETAIL_CMD_CHARS = 200
+DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail
+DETAIL_LINE_CHARS = 100
+# kinds whose delivered text the run could type in (a package install or a bug commit is confirmed as such)
+WRITE_CONFIRMED = frozenset({"git_history", "foreign_object", "network_fetch", "site_packages"})
 
 
 @dataclass
@@ -40,6 +46,7 @@ def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: l
     task.own_blocks = own_blocks(own_final_diff(commands, outputs))
     verdict = Verdict()
     written: list[str] = []  # raw; whitespace-collapsed into task.written only when a rule needs it
+    later = _RunWrites(commands, outputs)
     for i, cmd in enumerate(commands):
         out = (outputs[i] if i < len(outputs) else "") or ""
         rc = rcs[i] if i < len(rcs) else None
@@ -58,11 +65,54 @@ def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: l
                 verdict.kind = final
                 verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
                 return verdict
+            match = later.confirming(i, out, task.written) if final in WRITE_CONFIRMED else None
+            if match is not None:
+                verdict.kind = final
+                verdict.detail = write_detail(i, match, cmd)
+                return verdict
             verdict.attempts.add(final)
         # OWN_COMMIT needs a line starting with "[": skip its (slow, line-anchored) scan elsewhere
         if bracket[i] if bracket is not None and i < len(bracket) else (out.startswith("[") or "\n[" in out):
             task.own_shas.update(OWN_COMMIT.findall(out))
     return verdict
+
+
+class _RunWrites:
+    """A run's writes, read once, only when the run has an attempt (most runs have none)."""
+
+    def __init__(self, commands: list[str], outputs: list[str]) -> None:
+        self.commands, self.outputs = commands, outputs
+        self.writes: list[Write] | None = None
+        self.printed: list[list[str]] = []  # normalised lines of each observation (diffs: post-image)
+
+    def _read(self) -> list[Write]:
+        writes: list[Write] = []
+        for j, cmd in enumerate(self.commands):
+            if cmd and SUBMIT_MARK not in cmd:
+                writes.extend(writes_of(j, cmd, self.printed))
+            out = (self.outputs[j] if j < len(self.outputs) else "") or ""
+            self.printed.append(obs_lines(out))
+        return writes
+
+    def confirming(self, turn: int, output: str, typed: str) -> WriteMatch | None:
+        """The later write the observation of ``turn`` had shown (see :mod:`pipeline.leaks.writes`)."""
+        if self.writes is None:
+            self.writes = self._read()
+        if not any(w.turn > turn for w in self.writes):
+            return None
+        skip = {x for obs in self.printed[:turn] for x in obs}
+        for w in self.writes:
+            if w.turn < turn:
+                skip.update(x for x, f in zip(w.post, w.new, strict=True) if f)
+        skip.update(x for w in self.writes if w.turn > turn for x in w.post if x in typed)
+        return confirming_write(self.writes, turn, output, skip)
+
+
+def write_detail(turn: int, match: WriteMatch, cmd: str) -> str:
+    """``turn=I write_turn=J lines=K/N match=["…", …] cmd=…`` (the command last: it may hold anything)."""
+    quoted = json.dumps([x[:DETAIL_LINE_CHARS] for x in match.lines[:DETAIL_MATCH_LINES]], ensure_ascii=False)
+    return (f"turn={turn} write_turn={match.turn} lines={match.seen}/{match.total} match={quoted} "
+            f"cmd={cmd[:DETAIL_CMD_CHARS]}")
 
 
 def pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:
