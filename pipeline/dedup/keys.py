@@ -35,6 +35,7 @@ import polars as pl
 
 from pipeline.config import DedupParams
 from pipeline.dedup.minhash import fmix64, permutations, sign_block
+from pipeline.textbytes import utf8_buffers
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
 BASH_FENCE = r"```bash\s*\n(?s:(.*?))\n```"
@@ -265,11 +266,7 @@ def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], 
 
 def _streams_bytes(streams: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """The UTF-8 bytes of all streams back to back and the run offsets (nulls are empty)."""
-    arr = streams.cast(pl.Utf8).fill_null("").rechunk().to_arrow()
-    bufs = arr.buffers()
-    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
-    return data, off
+    return utf8_buffers(streams)
 
 
 def _work_groups(off: npt.NDArray[np.int64], n_threads: int) -> list[list[tuple[int, int]]]:
