@@ -29,6 +29,7 @@ import ast
 import difflib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -264,12 +265,14 @@ class NamespaceShell(Shell):
 class RewriteShell(Shell):
     """``/testbed`` written as the tree's own path in the command and back in the output."""
 
-    def __init__(self, tree: Path) -> None:
+    def __init__(self, tree: Path, home: Path | None = None) -> None:
         self.tree = tree
+        # a fresh $HOME: the login shell must not source the host user's profile
+        self.home = home or Path(tempfile.mkdtemp(prefix="replay-home-"))
 
     def run(self, command: str, timeout: float = TIMEOUT_S) -> Result:
         real = str(self.tree.resolve())
-        env = {**_login_env(), "PATH": os.environ.get("PATH", PATH), "HOME": os.environ.get("HOME", "/root")}
+        env = {**_login_env(), "PATH": os.environ.get("PATH", PATH), "HOME": str(self.home)}
         res = _run(["bash", "-lc", command.replace(TESTBED, real)], timeout, cwd=real, env=env)
         res.output = res.output.replace(real, TESTBED)
         return res
@@ -277,7 +280,12 @@ class RewriteShell(Shell):
 
 def make_shell(tree: Path, scratch: Path) -> Shell:
     """The namespace shell where it works (root, unshare), else the path-rewriting one."""
-    return NamespaceShell(tree, scratch) if _NS_OK() else RewriteShell(tree)
+    return NamespaceShell(tree, scratch) if _NS_OK() else RewriteShell(tree, _mkdir(scratch / "home"))
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
 
 
 _ns_cache: list[bool] = []
@@ -353,4 +361,196 @@ def replay_turns(turns: list[Turn], shell: Shell, timeout: float = TIMEOUT_S) ->
             continue
         got, _ = replay_turn(turn, shell, timeout)
         out.turns.append(outcome_of(turn, got, skipped))
+    return out
+
+
+# ---------------------------------------------------------------- local replay (no upstream tree)
+#
+# Files the run displayed whole are rebuilt from its own outputs; the converted commands that
+# touch only rebuilt files (edits, later displays) are then run on them and compared. Used in CI
+# (tests/test_replay_local.py), where no upstream tree is at hand.
+
+_OBS = re.compile(r"\A<returncode>(-?\d+)</returncode>\n<output>\n(.*)</output>\Z", re.S)
+_NUMBERED = re.compile(r"^ *\d+\t", re.M)
+_WINDOW_CMD = re.compile(r"\Aawk 'NR>=(\d+)&&NR<=(\d+)\{l\[NR\]=\$0\} END\{[^\n]*\}' ('(?:[^']|'\\'')*')\Z")
+_WINDOW_OUT = re.compile(r"\A\[File: (?P<path>[^\n]+) \((?P<n>\d+) lines total\)\]\n(?P<body>(?:\d+:[^\n]*\n)*)\Z")
+_PY_PATH = re.compile(r"^path = (.+)$", re.M)
+# programs a local replay may run: they read or write only the files named on their command line
+_SAFE = frozenset({"cat", "awk", "sed", "head", "tail", "nl", "wc", "grep", "printf", "echo", "true", ":",
+                   "truncate", "mkdir", "touch", "python3", "python"})
+# programs that can change files they do not name: every rebuilt file is forgotten after them
+_WIDE = frozenset({"git", "patch", "mv", "cp", "rm", "rsync", "tar", "unzip", "find", "perl", "xargs", "make"})
+
+
+def observed(turn: Turn) -> tuple[int, str] | None:
+    """(returncode, output) of a plain converted observation (None: truncated, timeout, submit)."""
+    if turn.submit:
+        return None
+    m = _OBS.match(turn.observation)
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def _word(token: str) -> str:
+    try:
+        words = shlex.split(token)
+    except ValueError:
+        return token
+    return words[0] if len(words) == 1 else token
+
+
+def whole_display(turn: Turn) -> tuple[str, str] | None:
+    """(path, content) when the turn printed a whole file as ``cat``, ``cat -n`` or a SWE-agent
+    window covering every line, with returncode 0; the content is what the file held then."""
+    got = observed(turn)
+    if got is None or got[0] != 0:
+        return None
+    out = got[1]
+    segs = split_command(turn.command)
+    if len(segs) == 1 and not segs[0].heredoc and "|" not in turn.command and ">" not in turn.command:
+        argv = segs[0].argv
+        if len(argv) == 2 and argv[0] == "cat" and not argv[1].startswith("-"):
+            return argv[1], out
+        if len(argv) == 3 and argv[:2] == ["cat", "-n"]:
+            lines = out.split("\n")
+            if all(_NUMBERED.match(ln) for ln in lines[:-1]) and (lines[-1] == "" or _NUMBERED.match(lines[-1])):
+                return argv[2], _NUMBERED.sub("", out)
+    m = _WINDOW_CMD.match(turn.command)
+    w = _WINDOW_OUT.match(out)
+    if m and w and m.group(1) == "1":
+        n = int(w.group("n"))
+        body = w.group("body").split("\n")[:-1]
+        if int(m.group(2)) >= n and len(body) == n and all(b.startswith(f"{i}:") for i, b in enumerate(body, 1)):
+            texts = [b.split(":", 1)[1] for b in body]
+            return _word(m.group(3)), ("\n".join(texts) + "\n") if texts != [""] else "\n"
+    return None
+
+
+def _abs(path: str) -> str:
+    return path if path.startswith("/") else f"{TESTBED}/{path.removeprefix('./')}"
+
+
+_PATTERN_FIRST = frozenset({"sed", "grep", "awk"})  # their first operand is a script or pattern
+_ARG_OPTS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "truncate": {"-s"}, "grep": {"-A", "-B", "-C", "-m"},
+             "sed": {"-e"}, "awk": {"-F", "-v"}, "nl": {"-b", "-w", "-s", "-v", "-i"}}
+
+
+def touched_paths(command: str) -> tuple[set[str], set[str]] | None:
+    """(read, written) /testbed paths (absolute) of a command a local replay may run: only
+    :data:`_SAFE` programs, stdlib-only ``python3 -`` scripts naming one ``path``, and no path
+    outside /testbed. None for any other command."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for seg in split_command(command):
+        if not seg.argv:
+            continue
+        prog = seg.argv[0]
+        if prog not in _SAFE:
+            return None
+        if prog in ("python3", "python"):
+            if seg.argv[1:2] != ["-"] or not _stdlib_only(seg.heredoc):
+                return None
+            lits = _PY_PATH.findall(seg.heredoc)
+            if len(lits) != 1:
+                return None
+            try:
+                path = _abs(ast.literal_eval(lits[0]))
+            except (ValueError, SyntaxError):
+                return None
+            (reads if ".read()" in seg.heredoc else writes).add(path)
+            continue
+        args = seg.argv[1:]
+        operands: list[str] = []
+        i, pattern_seen = 0, prog not in _PATTERN_FIRST
+        while i < len(args):
+            a = args[i]
+            if a in (">", ">>"):
+                if i + 1 < len(args):
+                    (reads if a == ">>" else writes).add(args[i + 1])
+                i += 2
+                continue
+            if a.startswith(">"):
+                (reads if a.startswith(">>") else writes).add(a.lstrip(">"))
+            elif a.startswith("<<") or a.startswith("2>") or a == "<":
+                pass
+            elif a in _ARG_OPTS.get(prog, ()):
+                pattern_seen = pattern_seen or a == "-e"
+                i += 1
+            elif a.startswith("-") and a != "-":
+                pass
+            elif not pattern_seen:
+                pattern_seen = True
+            elif prog not in ("printf", "echo", "true", ":"):
+                operands.append(a)
+            i += 1
+        if prog != "mkdir":
+            (writes if prog in ("touch", "truncate") else reads).update(operands)
+    out: list[set[str]] = []
+    for group in (reads, writes):
+        paths = set()
+        for a in group:
+            if a == "/dev/null":
+                continue
+            p = _abs(a)
+            if not p.startswith(TESTBED + "/") or "/../" in p:
+                return None
+            paths.add(p)
+        out.append(paths)
+    if not out[0] and not out[1]:
+        return None
+    return out[0], out[1]
+
+
+@dataclass
+class LocalOutcome:
+    index: int
+    status: str  # seeded | identical | differs | not_local
+    command: str
+    paths: tuple[str, ...] = ()
+    diff: str = ""
+
+
+def _host(tree: Path, path: str) -> Path:
+    return tree / path.removeprefix(TESTBED + "/")
+
+
+def local_replay(turns: list[Turn], tree: Path, shell: Shell, timeout: float = 20) -> list[LocalOutcome]:
+    """Rebuild whole-displayed files under ``tree`` (= /testbed) and replay what touches only them.
+
+    A file is rebuilt at its first whole display; a later command that names only rebuilt files
+    (an edit script, a display) is run and compared. A command that is not replayed forgets the
+    files it names (by base name), and one that can change unnamed files (git, mv, rm …) forgets
+    every file, so the next whole display rebuilds them.
+    """
+    known: set[str] = set()
+    out: list[LocalOutcome] = []
+
+    def forget(paths: set[str]) -> None:
+        for p in paths:
+            known.discard(p)
+            _host(tree, p).unlink(missing_ok=True)
+
+    for turn in turns:
+        display = whole_display(turn)
+        touched = touched_paths(turn.command)
+        if touched and touched[0] <= known | touched[1]:
+            got, _ = replay_turn(turn, shell, timeout)
+            ok = got == turn.observation
+            known |= touched[1]
+            out.append(LocalOutcome(turn.index, "identical" if ok else "differs", turn.command,
+                                    tuple(sorted(touched[0] | touched[1])), "" if ok else short_diff(turn.observation, got)))
+            continue
+        path = _abs(display[0]) if display else ""
+        if display is not None and path.startswith(TESTBED + "/") and "/../" not in path:
+            host = _host(tree, path)
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_bytes(display[1].encode("utf-8", errors="surrogateescape"))
+            known.add(path)
+            out.append(LocalOutcome(turn.index, "seeded", turn.command, (path,)))
+            continue
+        out.append(LocalOutcome(turn.index, "not_local", turn.command))
+        progs = {os.path.basename(a[0]) for a in _programs(turn.command)}
+        if progs & _WIDE or runtime_dependent(turn.command):
+            forget(set(known))
+        else:
+            forget({p for p in known if os.path.basename(p) in turn.command})
     return out
