@@ -280,3 +280,85 @@ def test_submit_that_printed_no_patch_gets_the_records_submission(tmp_path: Path
     ep = episode_of(f)
     assert ep.counters["parse/submission_from_info"] == 1
     assert convert_episode(ep).messages[-1]["content"] == patch
+
+
+# ------------------------------------------------------------------ class 7: non-SWE runs, CTF tool bundles
+
+
+def test_r10_ctf_tools_are_an_unknown_tool_drop() -> None:
+    """R10: ``decompile`` is a SWE-agent CTF tool, not a program: never passed through as bash."""
+    with pytest.raises(ConvertError) as err:
+        convert_file(REPRO / "R10_sweagent_ctf_tools.traj")
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "decompile")
+
+
+def test_r10_submit_with_a_flag_is_not_the_patch_submit(tmp_path: Path) -> None:
+    """R10 without its decompile step: ``submit 'flag{…}'`` submits a flag, not a patch; there is
+    no shell command for it, so the run is an unknown_tool drop (never a "submitted" run)."""
+    run = orjson.loads((REPRO / "R10_sweagent_ctf_tools.traj").read_bytes())
+    run["trajectory"] = [{"action": "ls\n", "observation": "rock\n", "thought": "Look.", "state": "{}"},
+                         *run["trajectory"][1:]]
+    f = tmp_path / "flag.traj"
+    f.write_bytes(orjson.dumps(run))
+    ep = episode_of(f)
+    assert not ep.meta.submitted
+    with pytest.raises(ConvertError) as err:
+        convert_episode(ep)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "submit <argument>")
+
+
+@pytest.mark.parametrize(("name", "detail"), [
+    ("sweagent-ctf-rock.traj", "decompile"),
+    ("sweagent-ctf-warmup.traj", "disassemble"),
+    ("sweagent-ctf-networking_1.traj", "submit <argument>"),
+    ("sweagent-ctf-2024-09-i_got_id_demo.traj", "submit <argument>"),
+])
+def test_real_ctf_runs_are_unknown_tool_drops(name: str, detail: str) -> None:
+    with pytest.raises(ConvertError) as err:
+        convert_file(REAL / name)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", detail)
+
+
+def test_tools_documented_in_the_system_prompt_are_known_in_both_doc_styles() -> None:
+    from pipeline.parsers.sweagent import declared_tools
+
+    rock = orjson.loads((REAL / "sweagent-ctf-rock.traj").read_bytes())["history"][0]["content"]
+    assert declared_tools(rock) == {"open", "goto", "scroll_down", "scroll_up", "create", "search_dir", "search_file",
+                                    "find_file", "edit", "submit", "decompile"}
+    cursors = orjson.loads((REAL / "sweagent-demo-cursors-marshmallow-1867.traj").read_bytes())["history"][0]["content"]
+    assert declared_tools(cursors) == {"set_cursors", "open", "scroll_down", "scroll_up", "goto", "get_symbols",
+                                       "create", "submit", "edit", "search_dir", "search_file", "find_file",
+                                       "summarize"}
+    assert declared_tools("You are a helpful assistant.") == frozenset()
+
+
+def test_a_documented_tool_run_from_the_shell_is_that_tool_not_a_program() -> None:
+    """A SWE-agent 1.x run calling a tool of its bundles through ``bash`` (they are on the PATH):
+    the tool is dropped as unknown, not replayed as a shell command that does not exist."""
+    run = orjson.loads((REPRO / "R1_sweagent_edit_replace_all_hyphen.traj").read_bytes())
+    run["history"][0]["content"] = "COMMANDS:\ncheck_flag <flag> - checks a flag\n\n\n"
+    run["history"][2]["tool_calls"][0]["function"] = {"name": "bash", "arguments": '{"command": "check_flag x"}'}
+    raw = RawRun("uid", "community", "sweagent", None, run, 0)
+    ep = parse_raw(raw)
+    assert ep.counters["parse/sweagent_tool_in_shell"] == 1
+    with pytest.raises(ConvertError) as err:
+        convert_episode(ep)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "check_flag")
+
+
+def test_swesmith_bare_fence_rows_run_sweagent_tools_as_tools() -> None:
+    """SWE-smith's ``ticks`` rows (SWE-agent text actions in a bare fence): ``open`` is the
+    windowed tool, converted to the window printer, never passed to the shell as ``open``."""
+    row = {"instance_id": "o__r.12345678.x", "messages": [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "Look.\n```\nopen a.py\n```"},
+        {"role": "user", "content": "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
+                                    "(Open file: /testbed/a.py)\n(Current directory: /testbed)\nbash-$"},
+        {"role": "assistant", "content": "Done.\n```\nsubmit\n```"},
+        {"role": "user", "content": "diff --git a/a.py b/a.py\n"}]}
+    ep = parse_raw(RawRun("uid", "SWE-smith", "swesmith", None, row, 0))
+    conv = convert_episode(ep)
+    assert conv.commands[0].startswith("awk ") and conv.commands[0].endswith("'/testbed/a.py'")
+    assert conv.outputs[0] == "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
+    assert conv.submitted and conv.commands[1] == SUBMIT_COMMAND

@@ -522,6 +522,9 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    if SUBMIT_RE.match(name) and set(args) <= {"args", "body"} and str(args.get("args") or "").strip():
+        # a submit with an argument (a CTF flag) is not the patch submit, and has no shell command
+        raise ConvertError("unknown_tool", f"{name} <argument>")
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:

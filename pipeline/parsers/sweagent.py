@@ -37,6 +37,10 @@ SPECIAL_COMMANDS = frozenset({
     "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append",
     "find_file", "search_dir", "search_file", "submit", "get_symbols", "filemap",
     "exit_forfeit", "exit_cost", "exit_context", "exit_api", "exit_format",
+    # 0.x bundles beyond the editor (config/commands: cursors, CTF debug/server/decompile tools)
+    "set_cursors", "summarize", "decompile", "disassemble", "debug_start", "debug_add_breakpoint",
+    "debug_continue", "debug_step", "debug_exec", "debug_stop", "connect_start", "connect_sendline",
+    "connect_exec", "connect_stop",
 })
 CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 # A ``submit`` that did not end the run: SWE-agent's review-on-submit stage (``review_on_submit_m``
@@ -44,12 +48,12 @@ CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 REVIEW_TOOL = "submit_review"
 
 
-def text_action(action: str) -> ToolCall | Bash:
-    """One SWE-agent text action as a call: special commands keep their raw argument text."""
+def text_action(action: str, tools: frozenset[str] = SPECIAL_COMMANDS) -> ToolCall | Bash:
+    """One SWE-agent text action as a call: its tools (``tools``) keep their raw argument text."""
     a = action.strip()
     first, _, rest = a.partition("\n")
     word, _, args = first.strip().partition(" ")
-    if word not in SPECIAL_COMMANDS:
+    if word not in tools and word not in SPECIAL_COMMANDS:
         return Bash(a)
     body = rest
     if body == "end_of_edit":
@@ -157,8 +161,40 @@ def parse_sweagent(raw: RawRun) -> Episode:
         steps = _trajectory_steps(traj, counters) if traj else _history_text_steps(rec, counters)
         ep = make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
                           counters=counters, root_hint=root, **common)
+    tool_actions(ep, declared_tools(next((m.text for m in hist if m.role == "system"), "")))
     settle_submits(ep, opt_str(info.get("submission")))
     return restore_pty_newlines(ep)
+
+
+# The tools a run's system prompt documents (SWE-agent lists its bundles' commands under
+# ``COMMANDS:``, as ``name:\n  docstring: …`` blocks or ``name <args> - doc`` lines).
+_DOC_BLOCK_RE = re.compile(r"^([A-Za-z_][\w-]*):\n  docstring:", re.M)
+_DOC_LINE_RE = re.compile(r"^([A-Za-z_][\w-]*)(?:(?: [<\[][^\n]*?)? - |\n<)", re.M)
+
+
+def declared_tools(system_text: str) -> frozenset[str]:
+    """The command names a SWE-agent system prompt documents besides the shell."""
+    names = set(_DOC_BLOCK_RE.findall(system_text))
+    at = system_text.find("COMMANDS:\n")
+    if at >= 0:
+        section = system_text[at + len("COMMANDS:\n"):]
+        section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
+        # a multi-line signature's terminator line (``end_of_edit - …`` after ``<text>``) is no tool
+        names.update(m.group(1) for m in _DOC_LINE_RE.finditer(section)
+                     if not section.startswith("<", section.rfind("\n", 0, max(m.start() - 1, 0)) + 1))
+    return frozenset(names)
+
+
+def tool_actions(ep: Episode, tools: frozenset[str]) -> None:
+    """A shell command whose first word is one of the run's tools ran that tool, not a program
+    (SWE-agent puts its bundles on the PATH): it becomes the tool's call, so a tool the converter
+    does not know is a counted ``convert/unknown_tool`` drop, never passed through as bash."""
+    for st in ep.steps:
+        c = st.call
+        cmd = c.command if isinstance(c, Bash) else c.args.get("command") if c.name == "bash" else None
+        if isinstance(cmd, str) and isinstance(call := text_action(cmd, tools), ToolCall):
+            st.call = call
+            ep.counters["parse/sweagent_tool_in_shell"] += 1
 
 
 def submit_argument(call: ToolCall | Bash) -> str | None:

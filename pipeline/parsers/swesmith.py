@@ -17,7 +17,7 @@ from pipeline.parsers.common import (
     restore_pty_newlines,
     row_task_messages,
 )
-from pipeline.parsers.sweagent import settle_submits
+from pipeline.parsers.sweagent import declared_tools, settle_submits, tool_actions
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
 
@@ -45,5 +45,6 @@ def parse_swesmith(raw: RawRun) -> Episode:
         fold_group=None,
         epoch=raw.epoch,
     )
+    tool_actions(ep, declared_tools(next((m.text for m in msgs if m.role == "system"), "")))
     settle_submits(ep)  # SWE-agent's review-on-submit: the run ends at its last submit
     return restore_pty_newlines(ep)
