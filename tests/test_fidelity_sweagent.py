@@ -362,3 +362,115 @@ def test_swesmith_bare_fence_rows_run_sweagent_tools_as_tools() -> None:
     assert conv.commands[0].startswith("awk ") and conv.commands[0].endswith("'/testbed/a.py'")
     assert conv.outputs[0] == "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
     assert conv.submitted and conv.commands[1] == SUBMIT_COMMAND
+
+
+def cat_n_text(output: str) -> str:
+    """The file a whole-file ``cat -n`` printed."""
+    return "".join(line.split("\t", 1)[1] + "\n" for line in output.splitlines())
+
+
+def test_real_swesmith_run_replays_edits_review_and_patch(tmp_path: Path) -> None:
+    """SWE-smith's pydantic run, replayed without the repository: the module rebuilt from the run's
+    own whole-file view; every editor turn (view, two creates, six str_replace edits), the review stage
+    and the cleanup run with bash and print exactly the converted observation; the review's diff is
+    git's, and the final ``git diff --cached`` is ``info.submission`` byte for byte (same blobs).
+    Turns running python, pip or find need the whole tree or environment: bench/replay.py."""
+    path = REAL / "sweagent-swesmith-pydantic-pr_8316-review-on-submit.traj"
+    conv = convert_file(path)
+    assert conv.commands[1] == "cat -n '/testbed/pydantic/alias_generators.py'"
+    git_repo(tmp_path, {"pydantic/alias_generators.py": cat_n_text(conv.outputs[1])})
+    # the checkout ignores root ``test_*.py`` scratch files: the run's own review diff lists its
+    # reproduce_error.py but not its test_edge_cases.py
+    (tmp_path / ".git" / "info" / "exclude").write_text("/test_*.py\n")
+    replayed = 0
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        if cmd.startswith(("python ", "pip ", "find ")):  # need the whole tree or the environment
+            continue
+        if cmd == SUBMIT_COMMAND:
+            res = sh(cmd, tmp_path)
+            assert res == (0, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + orjson.loads(path.read_bytes())["info"]["submission"])
+            assert conv.messages[-1]["content"] == res[1].split("\n", 1)[1]
+            continue
+        assert sh(cmd, tmp_path) == (rc, out), cmd[:80]
+        replayed += 1
+    assert replayed == 11
+
+
+# ------------------------------------------------------------------ class 9: final newlines SWE-agent 1.x stripped
+
+
+@pytest.mark.parametrize(("command", "newline"), [
+    ("python reproduce.py", True),
+    ("cd /testbed && python reproduce.py", True),
+    ("python -m pytest -q tests/test_x.py 2>&1 | tail -5", True),
+    ("grep -n x a.py | head -3", True),
+    ("find . -name '*.py' | sort", True),
+    ("ls -F", True),
+    ("echo hi", True),
+    ("printf '%s\\n' x", True),
+    ("python3 - <<'EOF'\nprint(1)\nEOF", True),
+    ("python -c \"print(1, end='')\"", False),
+    ("python -c 'import sys; sys.stdout.write(\"x\")'", False),
+    ("echo -n hi", False),
+    ("printf '%s' x", False),
+    ("cat a.py", False),
+    ("cat a.py | head -5", False),
+    ("sed -n 1,5p a.py", False),
+    ("./rock", False),
+    ("python x.py &> log; cat log", False),
+])
+def test_final_newline_policy_is_decided_from_the_command(command: str, newline: bool) -> None:
+    from pipeline.parsers.sweagent import prints_final_newline
+
+    assert prints_final_newline(command) is newline
+
+
+def test_real_1x_outputs_get_back_the_newline_the_command_printed(tmp_path: Path) -> None:
+    """The real run behind R1: ``python3 …missing_colon.py`` printed ``8.2\\n``, recorded ``8.2``;
+    the tool outputs lost theirs too. Restored, every turn replays exactly on the rebuilt file."""
+    ep = episode_of(REAL / "sweagent-1x-testrepo-6e44b9-edit-replace.traj")
+    assert ep.counters["parse/sweagent_newline_restored"] == 4
+    conv = convert_episode(ep)
+    assert (conv.commands[3], conv.outputs[3]) == ("python3 /testbed/tests/missing_colon.py", "8.2\n")
+    path, text = whole_file_from_window(conv.outputs[1])
+    git_repo(tmp_path, {path.removeprefix("/testbed/"): text})
+    for t in range(4):
+        assert sh(conv.commands[t], tmp_path) == (conv.returncodes[t], conv.outputs[t])
+
+
+def test_a_stripped_output_of_a_byte_copying_command_is_left_as_recorded() -> None:
+    """``cat`` of a file may end without a newline: the recorded output stays as it is."""
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][2]["tool_calls"][0]["function"]["arguments"] = '{"command": "cat /repo/a.py"}'
+    run["history"][3]["content"] = "x = 1"
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    assert ep.steps[0].observation == "x = 1"
+
+
+# ------------------------------------------------------------------ timeouts
+
+
+@pytest.mark.parametrize(("observation", "shown"), [
+    ("\nEXECUTION TIMED OUT", ""),
+    ("partial line\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS.\n"
+     "PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME.", "partial line"),
+    ("\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN 500 SECONDS.", ""),
+    ("The command 'python serve.py' was cancelled because it took more than 30 seconds. Please try a different "
+     "command that completes more quickly. Note: A common source of this error is if the command is interactive "
+     "or requires user input (it is impossible to receive user input in the current environment, so the command "
+     "will never complete).", ""),
+])
+def test_sweagent_timeouts_mark_the_step_timed_out(observation: str, shown: str) -> None:
+    """SWE-agent's "EXECUTION TIMED OUT" (0.x) and cancel message (1.x): the step never finished;
+    its observation is what the command printed before it was killed, with no return code."""
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][3]["content"] = observation
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    st = ep.steps[0]
+    assert (st.timed_out, st.returncode, st.observation) == (True, None, shown)
+    assert ep.counters["parse/timed_out"] == 1 and not any(s.timed_out for s in ep.steps[1:])
+
+
+def test_real_0x_timeout_is_marked() -> None:
+    ep = episode_of(REAL / "sweagent-ctf-rock.traj")
+    assert (ep.steps[0].timed_out, ep.steps[0].observation) == (True, "")
