@@ -50,6 +50,7 @@ from pipeline.convert.sweagent_window import (
 from pipeline.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
 from pipeline.parsers.sweagent import REVIEW_TOOL
+from pipeline.shell import peel_wrappers
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
@@ -136,31 +137,6 @@ def _failed(obs: str, rc: int | None) -> bool:
 
 
 # ---------------------------------------------------------------- bash
-
-_WRAP_RE = re.compile(r"^(?:/bin/)?(?:ba)?sh\s+-l?c\s+(.+)$", re.S)
-_CD_RE = re.compile(r"^cd\s+(?:/testbed|\"/testbed\"|'/testbed')/?\s*(?:&&|;)\s*(.+)$", re.S)
-_TIMEOUT_RE = re.compile(r"^timeout\s+(?:-[sk]\s+\S+\s+|--\S+\s+)*\d+(?:\.\d+)?[smhd]?\s+(.+)$", re.S)
-
-
-def peel_wrappers(cmd: str) -> str:
-    """Strip harness wrappers (``bash -lc '…'``, ``cd /testbed && …``, ``timeout N …``)."""
-    cmd = cmd.strip()
-    while True:
-        m = _WRAP_RE.match(cmd)
-        if m:
-            try:
-                words = shlex.split(m.group(1))
-            except ValueError:
-                words = []
-            if len(words) == 1:
-                cmd = words[0].strip()
-                continue
-        m = _CD_RE.match(cmd) or _TIMEOUT_RE.match(cmd)
-        if m:
-            cmd = m.group(1).strip()
-            continue
-        return cmd
-
 
 def _last_line_start(obs: str, end: int) -> int:
     """Where a ``\\n*<one-line note>\\s*$`` match can start at the earliest: the newlines before
