@@ -312,6 +312,7 @@ def test_r10_submit_with_a_flag_is_not_the_patch_submit(tmp_path: Path) -> None:
     ("sweagent-ctf-warmup.traj", "disassemble"),
     ("sweagent-ctf-networking_1.traj", "submit <argument>"),
     ("sweagent-ctf-2024-09-i_got_id_demo.traj", "submit <argument>"),
+    ("sweagent-ctf-BabyEncryption.traj", "submit <argument>"),  # its `edit 2:2 decrypt.py` is `edit 2:2`
 ])
 def test_real_ctf_runs_are_unknown_tool_drops(name: str, detail: str) -> None:
     with pytest.raises(ConvertError) as err:

@@ -248,14 +248,15 @@ def _operands(argv: list[str]) -> list[str]:
 def prints_final_newline(command: str) -> bool:
     """Whether ``command``'s output ends with a newline, decided from its last program (policy
     above); False when that cannot be known."""
-    from pipeline.stages.leaks import split_command  # the project's shell lexer
+    from pipeline.shell import split_command  # the project's shell lexer
 
     segs = split_command(_FD_REDIRECT.sub(" ", command))
     while segs:
         seg = segs[-1]
         argv = seg.argv
         prog = argv[0].rsplit("/", 1)[-1] if argv else ""
-        if prog in _STDIN_FILTERS and not _operands(argv) and len(segs) > 1 and prog != "grep":
+        if prog in _STDIN_FILTERS and not _operands(argv) and len(segs) > 1 and segs[-2].op == "|" \
+                and prog != "grep":
             segs = segs[:-1]  # ``… | head -20``: the lines come from before the filter
             continue
         if _PYTHON.match(prog):
