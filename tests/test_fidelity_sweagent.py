@@ -475,3 +475,10 @@ def test_sweagent_timeouts_mark_the_step_timed_out(observation: str, shown: str)
 def test_real_0x_timeout_is_marked() -> None:
     ep = episode_of(REAL / "sweagent-ctf-rock.traj")
     assert (ep.steps[0].timed_out, ep.steps[0].observation) == (True, "")
+
+
+def test_real_abbreviated_editor_view_is_a_counted_drop() -> None:
+    """SWE-smith's pandas run views pandas/io/sql.py whole; SWE-agent's editor printed an
+    abbreviated file (function bodies elided, then clipped). No shell command prints that, and
+    ``cat -n`` would claim the whole file: the run is dropped (its review-on-submit is handled)."""
+    assert drop_of(REAL / "sweagent-swesmith-pandas-pr_53856.traj") == ("convert", "unverifiable_view")
