@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,8 +188,26 @@ def base_tree(repo: str, commit: str, mirror_dirs: list[Path], cache: Path) -> P
 # ---------------------------------------------------------------- replay
 
 
+_OUT_NO_NL = re.compile(r"^-[^\n]*[^\n>]</output>$", re.M)  # converted: text glued to </output>
+_INDEX = re.compile(r"^index ([0-9a-f]{7,40})\.\.[0-9a-f]{7,40}", re.M)
+
+
 def _norm_patch(p: str) -> str:
+    """A patch as compared: CRLF from a PTY-captured record read as LF, outer blank lines ignored."""
+    p = p.replace("\r\n", "\n")
     return p.strip("\n") + "\n" if p.strip() else ""
+
+
+def abbrev_of(run: Run, turns: list[Turn], mirror: Path | None) -> int | None:
+    """The hash length the task image's git printed (``index a..b`` lines of the recorded patch or
+    of any observation), else the mirror's own; a fresh repo would abbreviate to 7."""
+    for text in [recorded_patch(run.payload) or "", *(t.observation for t in turns)]:
+        m = _INDEX.search(text)
+        if m:
+            return len(m.group(1))
+    if mirror is not None:
+        return len(_git(f"--git-dir={mirror}", "rev-parse", "--short", "HEAD").strip())
+    return None
 
 
 def replay_run(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float) -> Result:
@@ -205,6 +224,9 @@ def replay_run(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float) -
     with tempfile.TemporaryDirectory(prefix="replay-") as scratch:
         tree = Path(scratch) / "testbed"
         subprocess.run(["cp", "-a", str(base), str(tree)], check=True)
+        abbrev = abbrev_of(run, turns, find_mirror(run.repo, mirror_dirs))
+        if abbrev:
+            _git("config", "core.abbrev", str(abbrev), cwd=tree)
         shell = make_shell(tree, Path(scratch) / "ns")
         rep = replay_turns(turns, shell, timeout)
         final = shell.run(FINAL_DIFF, timeout=timeout)
@@ -294,6 +316,8 @@ def render(results: list[Result], expectations: dict[str, Any], command: str) ->
         for t in diffs:
             cmd = t.command.splitlines()[0][:100]
             flag = " (after a skipped command: the tree may have diverged)" if t.after_skip else ""
+            if t.status == "runtime" and _OUT_NO_NL.search(t.diff):
+                flag += " — the converted output lacks the final newline the program printed (class 9)"
             out.append(f"- turn {t.index} **{t.status}**{flag}: `{cmd}`\n\n```diff\n{t.diff}```\n")
         skipped = [t for t in rep.turns if t.status == "skipped"]
         for t in skipped:
