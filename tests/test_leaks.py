@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -11,22 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.stages.leaks import (
-    _PLAIN,
-    BatchLines,
-    BenchmarkLeak,
-    SolutionLeak,
-    _gram_hashes,
-    _gram_starts,
-    _shlex_split,
-    _token_hashes,
-    _token_hashes_regex,
-    maybe_attempt,
-    split_command,
-)
+from pipeline.leaks.benchmark import BatchLines
+from pipeline.leaks.ngrams import gram_hashes, gram_starts, token_hashes, token_hashes_regex
+from pipeline.leaks.rules import maybe_attempt
+from pipeline.shell import PLAIN, shlex_split, split_command
+from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from tests.conftest import BENCH, REAL
 from tests.test_scrub import SUBMIT, ctx, work_frame, work_row
-
-SHARED = Path(__file__).parents[2] / "shared"
 
 GOLD = """diff --git a/src/widget/core.py b/src/widget/core.py
 --- a/src/widget/core.py
@@ -140,9 +130,7 @@ def test_detail_names_the_turn_that_delivered() -> None:
 
 @pytest.fixture
 def pandas_task() -> dict[str, object]:
-    p = SHARED / "corpus-samples" / "swesmith-task-instance-pandas-pr_53652.json"
-    if not p.exists():
-        pytest.skip("../shared not available")
+    p = REAL / "swesmith-task-instance-pandas-pr_53652.json"
     return json.loads(p.read_text())
 
 
@@ -346,9 +334,7 @@ def test_no_benchmarks_keeps_all_and_counts_skipped() -> None:
 
 @pytest.fixture(scope="module")
 def real_benchmarks() -> pl.DataFrame:
-    d = SHARED / "benchmarks"
-    if not d.exists():
-        pytest.skip("../shared not available")
+    d = BENCH
     frames = []
     for name in ("swebench_lite", "swebench_verified"):
         df = pl.read_ndjson(d / f"{name}.jsonl").select("instance_id", "repo", "base_commit", "problem_statement",
@@ -381,7 +367,7 @@ def test_real_swebench_instance_id_and_statement(real_benchmarks: pl.DataFrame) 
 def test_real_swebench_statements_do_not_flag_each_other(real_benchmarks: pl.DataFrame) -> None:
     """Unrelated real runs (the SWE-agent sample trajectories) carry no benchmark text."""
     stage = BenchmarkLeak(ctx(real_benchmarks))
-    texts = [p.read_text(errors="replace")[:200_000] for p in sorted((SHARED / "corpus-samples").glob("*.traj*"))]
+    texts = [p.read_text(errors="replace")[:200_000] for p in sorted(REAL.glob("*.traj*"))]
     rows = [work_row(["cat x"], [t], instance_id=f"other__repo-{i}") for i, t in enumerate(texts)]
     out = stage(work_frame(rows))
     assert out.dropped.height == 0, out.dropped.to_dicts()
@@ -506,8 +492,8 @@ def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="abgitXZ09_./=:,+@%~- ", max_size=24))
 def test_plain_commands_split_like_shlex(line: str) -> None:
-    assert _PLAIN.fullmatch(line)
-    assert line.split() == _shlex_split(line)
+    assert PLAIN.fullmatch(line)
+    assert line.split() == shlex_split(line)
 
 
 @settings(max_examples=300, deadline=None)
@@ -533,16 +519,16 @@ def test_batch_lines_token_stream_equals_tokenising_whole_text(runs: list[tuple[
                           "outputs": [r[2] for r in runs]})
     lines = BatchLines.of(texts)
     everything = texts.select(pl.concat_str(["task", "actions", "outputs"], separator="\n")).to_series()
-    want_h, counts = _token_hashes(everything)
+    want_h, counts = token_hashes(everything)
     want_doc = np.repeat(np.arange(len(runs)), counts)
     doc, h, usable = lines.token_stream(np.ones(1 << 23, dtype=bool))
     assert doc.tolist() == want_doc.tolist() and h.tolist() == want_h.tolist() and usable.all()
     # n-grams never cross runs, and the vocabulary mask only removes windows
-    pos = _gram_starts(doc, 3)
+    pos = gram_starts(doc, 3)
     assert all(doc[p] == doc[p + 2] for p in pos)
     some = np.arange(len(h)) % 2 == 0
-    assert set(_gram_starts(doc, 3, some).tolist()) <= set(pos.tolist())
-    assert _gram_hashes(h, pos, 3).tolist() == _gram_hashes(want_h, pos, 3).tolist()
+    assert set(gram_starts(doc, 3, some).tolist()) <= set(pos.tolist())
+    assert gram_hashes(h, pos, 3).tolist() == gram_hashes(want_h, pos, 3).tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -552,13 +538,13 @@ def test_byte_tokeniser_equals_the_regex_tokeniser(texts: list[str | None], skip
     """The numpy tokeniser gives the regex's tokens, in order, for any text: ASCII, non-ASCII whose
     lowercase is ASCII (Kelvin sign -> k, dotted I -> i), nulls, and a sliced (offset) series."""
     s = pl.Series(texts, dtype=pl.Utf8).slice(min(skip, len(texts)))
-    h, counts = _token_hashes(s)
-    want_h, want_counts = _token_hashes_regex(s)
+    h, counts = token_hashes(s)
+    want_h, want_counts = token_hashes_regex(s)
     assert counts.tolist() == want_counts.tolist() and h.tolist() == want_h.tolist()
 
 
 def test_byte_tokeniser_lowercases_like_unicode() -> None:
-    h, counts = _token_hashes(pl.Series(["Foo_BAR baz9", "\u212aelvin x", "", "caf\u00e9 OK"]))
+    h, counts = token_hashes(pl.Series(["Foo_BAR baz9", "\u212aelvin x", "", "caf\u00e9 OK"]))
     assert counts.tolist() == [2, 2, 0, 2]
     want = pl.Series(["foo_bar", "baz9", "kelvin", "x", "caf", "ok"]).hash(seed=7).to_numpy()
     assert h.tolist() == want.tolist()

@@ -1,0 +1,259 @@
+"""Benchmark-leak detection: the benchmark index (built once per worker) and one detector per reason.
+
+* ``instance_id``: a benchmark id as a whole token (other than the run's own instance);
+* ``gold_patch``: >= ``GOLD_MIN_LINES`` (all of them for a 2-line patch) distinctive added lines of a
+  gold patch and >= 50% of them, found as diff additions (``+line``) anywhere or verbatim in the
+  agent's own actions. A patch with one distinctive added line (common in SWE-bench) only matches
+  as a printed diff: its ``+`` line as an addition in a text that also names the patch's file, never
+  by the added line alone (template-like one-liners recur across repositories). Plain lines of
+  observations never count: a ``cat`` of a later checkout (or an installed copy) of the same library
+  is the repository's unchanged source, corpus material (marin#6852, research §3.1);
+* ``problem_statement``: word 8-gram containment of a statement >= ``STATEMENT_CONTAINMENT`` (0.5;
+  PaLM used 70% of 8-grams, we go lower because statements carry reformatted code blocks), counting
+  only 8-grams that occur in at most ``MAX_GRAM_DF`` statements so issue-template boilerplate
+  ("Describe the bug ... Expected behavior") matches nothing.
+
+Per batch, every distinct line is stored, tokenised and normalised once (:class:`BatchLines`: agents
+print the same files and logs again and again); n-grams are hashed (numpy) only over windows of
+statement-vocabulary tokens and looked up through a bitmap before the exact sorted-array check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipeline.leaks.ngrams import bitmap, gram_hashes, gram_starts, is_in_sorted, maybe_in, token_hashes
+from pipeline.leaks.text import diff_side, norm_lines_expr
+
+GOLD_MIN_LINES = 3
+GOLD_CONTAINMENT = 0.5
+STATEMENT_NGRAM = 8
+STATEMENT_CONTAINMENT = 0.5
+STATEMENT_MIN_NGRAMS = 12
+MAX_GRAM_DF = 2
+ID_TOKEN = r"[A-Za-z0-9][A-Za-z0-9_\-]*__[A-Za-z0-9_.\-]*?-\d+"
+REASON_ORDER = {"gold_patch": 0, "problem_statement": 1, "instance_id": 2}  # the first one reported
+_HIT_SCHEMA = {"doc": pl.UInt32, "inst": pl.UInt32, "reason": pl.Utf8, "score": pl.Float64}
+
+
+def repo_key(repo: str) -> str:
+    """``owner__name`` of a repository, SWE-smith's mirror prefix and hash suffix removed."""
+    r = repo.removeprefix("swesmith/")
+    r = r.replace("/", "__")
+    return re.split(r"\.[0-9a-f]{8}$", r)[0].lower()
+
+
+TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are concatenated
+
+
+@dataclass
+class BatchLines:
+    """A batch's text as lines, each distinct line stored (and tokenised, normalised) once.
+
+    A run's text is ``task + "\n" + actions + "\n" + outputs``; its lines are the rows of ``doc``,
+    ``part`` and ``lid`` in order; ``lid`` points into ``distinct``. Agents print the same files, test
+    logs and listings again and again, so a batch has ~3x fewer distinct lines than lines, and no
+    rule here looks across a line break except the statement n-grams, which are rebuilt from per-line
+    tokens (a line break is never part of a word, so tokens never cross one).
+    """
+
+    doc: np.ndarray  # u32 run index per line
+    part: np.ndarray  # i8 TASK / ACTIONS / OUTPUTS per line
+    lid: np.ndarray  # u32 distinct-line index per line
+    distinct: pl.Series  # the distinct lines
+
+    @classmethod
+    def of(cls, texts: pl.DataFrame) -> BatchLines:
+        lines = (texts.select(pl.concat_list("task", "actions", "outputs").alias("x"),
+                              pl.lit([TASK, ACTIONS, OUTPUTS], dtype=pl.List(pl.Int8)).alias("part"))
+                 .with_row_index("doc").explode("x", "part")
+                 .with_columns(pl.col("x").str.split("\n")).explode("x"))
+        distinct = lines.select(pl.col("x").unique(maintain_order=True)).with_row_index("lid")
+        lid = lines.select("x").join(distinct, on="x", how="left", maintain_order="left")["lid"]
+        return cls(lines["doc"].to_numpy(), lines["part"].to_numpy(), lid.to_numpy(), distinct["x"])
+
+    def frame(self, mask: np.ndarray | None = None) -> pl.DataFrame:
+        """(doc, lid) of the lines where ``mask`` holds (all lines when None)."""
+        if mask is None:
+            return pl.DataFrame({"doc": self.doc, "lid": self.lid})
+        return pl.DataFrame({"doc": self.doc[mask], "lid": self.lid[mask]})
+
+    def token_stream(self, vocab_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(doc, token hash, token maybe in the vocabulary bitmap) of every word token of every run in
+        order: each distinct line is tokenised once and its tokens gathered wherever the line occurs."""
+        h, counts = token_hashes(self.distinct)
+        in_vocab = maybe_in(vocab_bits, h)
+        start = np.cumsum(counts) - counts  # first token of each distinct line in ``h``
+        c = counts[self.lid]
+        total = int(c.sum())
+        out_start = np.cumsum(c) - c
+        idx = np.arange(total, dtype=np.int64) + np.repeat(start[self.lid] - out_start, c)
+        return np.repeat(self.doc, c), h[idx], in_vocab[idx]
+
+
+
+@dataclass
+class BenchmarkIndex:
+    """The benchmark instances as lookup tables: ids, gold-patch line hashes, statement n-grams."""
+
+    inst: pl.DataFrame  # inst, instance_id, benchmark, repo, base_commit, problem_statement, patch, repo_key
+    ids: pl.DataFrame  # instance_id, inst
+    gold: pl.DataFrame  # inst, h: hashed lines of patches with >= 2 distinctive added lines
+    gold_total: pl.DataFrame  # inst, total
+    small: pl.DataFrame  # inst, h: the one line of one-line patches
+    small_paths: dict[int, list[str]]  # inst -> files its patch touches
+    stmt: pl.DataFrame  # inst, g: statement n-grams kept (df <= MAX_GRAM_DF)
+    stmt_total: pl.DataFrame  # inst, total
+    stmt_grams: np.ndarray  # sorted distinct n-gram hashes, for exact membership
+    stmt_bits: np.ndarray  # bitmap of stmt_grams
+    vocab_bits: np.ndarray  # bitmap of the tokens of kept n-grams
+
+    @classmethod
+    def build(cls, benchmarks: pl.DataFrame) -> BenchmarkIndex:
+        """Index a benchmarks table (benchmark, instance_id, repo, base_commit, problem_statement, patch)."""
+        b = (benchmarks.select(
+            pl.col("benchmark").cast(pl.Utf8).fill_null(""), pl.col("instance_id").cast(pl.Utf8),
+            pl.col("repo").cast(pl.Utf8).fill_null(""), pl.col("base_commit").cast(pl.Utf8).fill_null(""),
+            pl.col("problem_statement").cast(pl.Utf8).fill_null(""), pl.col("patch").cast(pl.Utf8).fill_null(""))
+            .drop_nulls("instance_id")
+            .group_by("instance_id", maintain_order=True).agg(
+                pl.col("benchmark").unique(maintain_order=True).str.join(","),
+                pl.col("repo").first(), pl.col("base_commit").first(),
+                pl.col("problem_statement").sort_by(pl.col("problem_statement").str.len_bytes()).last(),
+                pl.col("patch").sort_by(pl.col("patch").str.len_bytes()).last()))
+        inst = b.with_row_index("inst").with_columns(
+            pl.col("repo").map_elements(repo_key, return_dtype=pl.Utf8).alias("repo_key"))
+        # Gold patch: distinctive added lines, hashed exactly like run lines.
+        patches = inst["patch"].to_list()
+        gold = [(i, ln) for i, p in enumerate(patches) for ln in diff_side(p, "+")]
+        g = pl.DataFrame({"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
+                         schema={"inst": pl.UInt32, "x": pl.Utf8})
+        g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=11).alias("h")).unique()
+        gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
+        # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
+        # an addition (``+line``) in a text that also names the gold patch's file (a printed patch).
+        one = g.group_by("inst").len("total").filter(pl.col("total") == 1).select("inst")
+        # Statements: 8-gram hashes; boilerplate n-grams (in > MAX_GRAM_DF statements) are dropped.
+        h, counts = token_hashes(inst["problem_statement"])
+        doc = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
+        pos = gram_starts(doc, STATEMENT_NGRAM)
+        at = pl.DataFrame({"inst": doc[pos], "g": gram_hashes(h, pos, STATEMENT_NGRAM), "p": pos})
+        s = at.select("inst", "g").unique()
+        df = s.group_by("g").len("df")
+        s = s.join(df.filter(pl.col("df") <= MAX_GRAM_DF).select("g"), on="g")
+        stmt_total = s.group_by("inst").len("total").filter(pl.col("total") >= STATEMENT_MIN_NGRAMS)
+        stmt = s.join(stmt_total.select("inst"), on="inst")
+        stmt_grams = stmt["g"].unique().sort().to_numpy()
+        # The tokens of those n-grams: a run's n-gram holding any other token cannot match, so only
+        # windows of vocabulary tokens are hashed and looked up (most windows of code and logs are not).
+        kept = at.join(stmt, on=["inst", "g"], how="semi")["p"].to_numpy()
+        covered = np.zeros(len(h), dtype=bool)
+        for k in range(STATEMENT_NGRAM):
+            covered[kept + k] = True
+        return cls(inst=inst, ids=inst.select("instance_id", "inst"), gold=g.join(gold_total.select("inst"), on="inst"),
+                   gold_total=gold_total, small=g.join(one, on="inst"),
+                   small_paths={i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p) for i, p in enumerate(patches)},
+                   stmt=stmt, stmt_total=stmt_total, stmt_grams=stmt_grams, stmt_bits=bitmap(stmt_grams),
+                   vocab_bits=bitmap(h[covered]))
+
+
+def run_texts(batch: pl.DataFrame) -> pl.DataFrame:
+    """All text of a run except the system prompt; observations once (outputs, untruncated)."""
+    role = pl.element().struct.field("role")
+    content = pl.element().struct.field("content")
+    return batch.select(
+        actions=pl.concat_str([
+            pl.col("messages").list.eval(content.filter(role == "assistant")).list.join("\n"),
+            pl.col("commands").list.join("\n")], separator="\n", ignore_nulls=True),
+        task=pl.col("messages").list.eval(content.filter(role != "system")).list.first().fill_null(""),
+        outputs=pl.col("outputs").list.join("\n").fill_null(""),
+    )
+
+
+def _hits(doc: pl.Expr | str, inst: pl.Expr | str, reason: str, score: pl.Expr | float) -> list[pl.Expr]:
+    return [pl.col(doc) if isinstance(doc, str) else doc, pl.col(inst) if isinstance(inst, str) else inst,
+            pl.lit(reason).alias("reason"), (pl.lit(score) if isinstance(score, float) else score).alias("score")]
+
+
+def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
+    """(doc, inst, reason, score) of benchmark ids found as tokens (an id never spans a line; every id
+    holds "__")."""
+    distinct = lines.distinct
+    has_id = distinct.str.contains("__", literal=True).to_numpy()
+    id_lines = pl.DataFrame({"lid": np.flatnonzero(has_id).astype(np.uint32),
+                             "tok": distinct.filter(has_id).str.extract_all(ID_TOKEN)})
+    ids = (id_lines.explode("tok").drop_nulls().join(index.ids, left_on="tok", right_on="instance_id")
+           .join(lines.frame(has_id[lines.lid]), on="lid").select("doc", "inst").unique())
+    return ids.select(_hits("doc", "inst", "instance_id", 1.0))
+
+
+def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame) -> list[pl.DataFrame]:
+    """Gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
+    Only those lines are normalised: ``+`` lines of task and outputs, every line of the actions."""
+    distinct = lines.distinct
+    raw_plus = (distinct.str.starts_with("+") & ~distinct.str.starts_with("+++")).to_numpy()
+    plus = raw_plus[lines.lid] & (lines.part != ACTIONS)
+    wanted = plus | (lines.part == ACTIONS)
+    need = np.unique(lines.lid[wanted])
+    normed = (pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
+              .with_columns(norm_lines_expr(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
+              .select("lid", pl.col("x").hash(seed=11).alias("h")))
+    hits: list[pl.DataFrame] = []
+    if index.gold.height:
+        m = (lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
+             .group_by("doc", "inst").len("n").join(index.gold_total, on="inst")
+             .filter((pl.col("n") >= pl.min_horizontal(pl.col("total"), pl.lit(GOLD_MIN_LINES)))
+                     & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)))
+        hits.append(m.select(_hits("doc", "inst", "gold_patch", pl.col("n") / pl.col("total"))))
+    if index.small.height:
+        cand = (lines.frame(plus).join(normed, on="lid").select("doc", "h").unique().join(index.small, on="h")
+                .select("doc", "inst").unique())
+        # few candidates; a path (no whitespace) never spans the "\n" between the parts
+        rows = {d: texts.row(d) for d in cand["doc"].unique().to_list()}
+        pairs = [(d, i) for d, i in cand.iter_rows()
+                 if any(path in x for path in index.small_paths[i] for x in rows[d])]
+        hits.append(pl.DataFrame({"doc": [d for d, _ in pairs], "inst": [i for _, i in pairs],
+                                  "reason": ["gold_patch"] * len(pairs), "score": [1.0] * len(pairs)},
+                                 schema=_HIT_SCHEMA))
+    return hits
+
+
+def statement_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
+    """Problem statement 8-gram containment >= STATEMENT_CONTAINMENT."""
+    doc, h, usable = lines.token_stream(index.vocab_bits)
+    pos = gram_starts(doc, STATEMENT_NGRAM, usable)
+    g = gram_hashes(h, pos, STATEMENT_NGRAM)
+    maybe = maybe_in(index.stmt_bits, g)  # cheap filter first: most n-grams match nothing
+    doc, g = doc[pos][maybe], g[maybe]
+    hit = is_in_sorted(g, index.stmt_grams)
+    grams = pl.DataFrame({"doc": doc[hit], "g": g[hit]}, schema={"doc": pl.UInt32, "g": pl.UInt64}).unique()
+    m = (grams.join(index.stmt, on="g").group_by("doc", "inst").len("n").join(index.stmt_total, on="inst")
+         .with_columns(score=pl.col("n") / pl.col("total"))
+         .filter(pl.col("score") >= STATEMENT_CONTAINMENT))
+    return m.select(_hits("doc", "inst", "problem_statement", pl.col("score")))
+
+
+def best_hits(index: BenchmarkIndex, batch: pl.DataFrame, hits: list[pl.DataFrame]) -> pl.DataFrame:
+    """One hit per run (doc, reason, benchmark, b_id, score): the first reason of REASON_ORDER, best
+    score; a run's own task (same instance, or same repository at the same commit) is no leak."""
+    runs = batch.select(
+        pl.col("instance_id").fill_null(""), pl.col("base_commit").fill_null(""),
+        pl.col("repo").fill_null("").map_elements(repo_key, return_dtype=pl.Utf8).alias("repo_key"),
+    ).with_row_index("doc")
+    allh = pl.concat([h.with_columns(pl.col("doc").cast(pl.UInt32), pl.col("inst").cast(pl.UInt32),
+                                     pl.col("score").cast(pl.Float64)) for h in hits])
+    allh = (allh.join(runs, on="doc")
+            .join(index.inst.select("inst", pl.col("instance_id").alias("b_id"), "benchmark",
+                                    pl.col("repo_key").alias("b_repo"), pl.col("base_commit").alias("b_commit")),
+                  on="inst"))
+    # The run's own task being this instance is task_dedup's business, not a leak.
+    same = (pl.col("instance_id") == pl.col("b_id")) | (
+        (pl.col("base_commit") != "") & (pl.col("base_commit") == pl.col("b_commit"))
+        & (pl.col("repo_key") == pl.col("b_repo")))
+    order = pl.col("reason").replace_strict(REASON_ORDER, return_dtype=pl.Int8)
+    return (allh.filter(~same).sort(["doc", order, pl.col("score")], descending=[False, False, True])
+            .group_by("doc", maintain_order=True).first())

@@ -1,0 +1,131 @@
+"""One run through both solution-leak steps: rules name attempts, confirmation decides the drop."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
+from pipeline.leaks.rules import MAYBE_ATTEMPT, classify, make_task, maybe_attempt
+from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
+from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
+from pipeline.shell import split_command
+
+DETAIL_CMD_CHARS = 200
+DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail
+DETAIL_LINE_CHARS = 100
+# kinds whose delivered text the run could type in (a package install or a bug commit is confirmed as such)
+WRITE_CONFIRMED = frozenset({"git_history", "foreign_object", "network_fetch", "site_packages"})
+
+
+@dataclass
+class Verdict:
+    """A run's solution-leak outcome: the confirmed kind (None: kept), its evidence, and the
+    unconfirmed attempts."""
+
+    kind: str | None = None
+    detail: str = ""
+    attempts: set[str] = field(default_factory=set)
+
+
+def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: list[bool] | None = None
+             ) -> Verdict:
+    """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs).
+
+    ``maybe`` (per command, :func:`maybe_attempt`) and ``bracket`` (per output, a line starts with
+    ``[``) are the batch's vectorised pre-filters; computed here when not given.
+    """
+    task = make_task(row)
+    commands: list[str] = list(row.get("commands") or [])  # type: ignore[call-overload]
+    outputs: list[str] = list(row.get("outputs") or [])  # type: ignore[call-overload]
+    rcs: list[int | None] = list(row.get("returncodes") or [])  # type: ignore[call-overload]
+    if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
+        task.submitted = diff_side(outputs[len(commands) - 1] or "", "+")
+    task.own_blocks = own_blocks(own_final_diff(commands, outputs))
+    verdict = Verdict()
+    written: list[str] = []  # raw; whitespace-collapsed into task.written only when a rule needs it
+    later = _RunWrites(commands, outputs)
+    for i, cmd in enumerate(commands):
+        out = (outputs[i] if i < len(outputs) else "") or ""
+        rc = rcs[i] if i < len(rcs) else None
+        if not cmd or SUBMIT_MARK in cmd:
+            continue
+        written.append(cmd)
+        may = maybe[i] if maybe is not None else maybe_attempt(cmd)
+        for seg in split_command(cmd) if may else ():
+            kind = classify(seg, task)
+            is_git = seg.argv[0] == "git"
+            if kind is None and not (is_git and BUG_SUBJECT.search(out)):
+                continue
+            task.written = "\n".join(WS.sub(" ", c) for c in written)
+            ok, final = confirm(kind or "bug_patch", seg.argv, out, rc, task)
+            if ok:
+                verdict.kind = final
+                verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
+                return verdict
+            match = later.confirming(i, out, task.written) if final in WRITE_CONFIRMED else None
+            if match is not None:
+                verdict.kind = final
+                verdict.detail = write_detail(i, match, cmd)
+                return verdict
+            verdict.attempts.add(final)
+        # OWN_COMMIT needs a line starting with "[": skip its (slow, line-anchored) scan elsewhere
+        if bracket[i] if bracket is not None and i < len(bracket) else (out.startswith("[") or "\n[" in out):
+            task.own_shas.update(OWN_COMMIT.findall(out))
+    return verdict
+
+
+class _RunWrites:
+    """A run's writes, read once, only when the run has an attempt (most runs have none)."""
+
+    def __init__(self, commands: list[str], outputs: list[str]) -> None:
+        self.commands, self.outputs = commands, outputs
+        self.writes: list[Write] | None = None
+        self.printed: list[list[str]] = []  # normalised lines of each observation (diffs: post-image)
+
+    def _read(self) -> list[Write]:
+        writes: list[Write] = []
+        for j, cmd in enumerate(self.commands):
+            if cmd and SUBMIT_MARK not in cmd:
+                writes.extend(writes_of(j, cmd, self.printed))
+            out = (self.outputs[j] if j < len(self.outputs) else "") or ""
+            self.printed.append(obs_lines(out))
+        return writes
+
+    def confirming(self, turn: int, output: str, typed: str) -> WriteMatch | None:
+        """The later write the observation of ``turn`` had shown (see :mod:`pipeline.leaks.writes`)."""
+        if self.writes is None:
+            self.writes = self._read()
+        if not any(w.turn > turn for w in self.writes):
+            return None
+        skip = {x for obs in self.printed[:turn] for x in obs}
+        for w in self.writes:
+            if w.turn < turn:
+                skip.update(x for x, f in zip(w.post, w.new, strict=True) if f)
+        skip.update(x for w in self.writes if w.turn > turn for x in w.post if x in typed)
+        return confirming_write(self.writes, turn, output, skip)
+
+
+def write_detail(turn: int, match: WriteMatch, cmd: str) -> str:
+    """``turn=I write_turn=J lines=K/N match=["…", …] cmd=…`` (the command last: it may hold anything)."""
+    quoted = json.dumps([x[:DETAIL_LINE_CHARS] for x in match.lines[:DETAIL_MATCH_LINES]], ensure_ascii=False)
+    return (f"turn={turn} write_turn={match.turn} lines={match.seen}/{match.total} match={quoted} "
+            f"cmd={cmd[:DETAIL_CMD_CHARS]}")
+
+
+def pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:
+    """Runs with a command matching ``pattern`` (Rust regex, vectorised)."""
+    return batch.select(
+        pl.col("commands").list.eval(pl.element().str.contains(pattern).fill_null(False)).list.any()
+        .fill_null(False).alias("m"))["m"]
+
+
+def prefilters(batch: pl.DataFrame) -> pl.DataFrame:
+    """Per command :func:`maybe_attempt` and per output "a line starts with ``[``", in Rust over the batch."""
+    return batch.select(
+        pl.col("commands").list.eval(pl.element().str.replace_all(r"['\"\\]", "")
+                                     .str.contains(MAYBE_ATTEMPT.pattern).fill_null(False)).alias("maybe"),
+        pl.col("outputs").list.eval(pl.element().str.contains(r"(?m)^\[").fill_null(False)).alias("bracket"),
+    )
