@@ -264,6 +264,7 @@ def summary_rows(results: list[Result], expectations: dict[str, Any]) -> list[li
         rows.append([
             key, str(len(rs)), str(len(rep)),
             str(sum(r.replay.identical for r in rep)),  # type: ignore[union-attr]
+            str(sum(r.replay.count("differs") == 0 and r.patch_status != "differs" for r in rep)),  # type: ignore[union-attr]
             f"{sum(t.status == 'identical' for t in turns)}/{sum(t.status != 'skipped' for t in turns)}",
             str(sum(t.status == "runtime" for t in turns)),
             str(sum(t.status == "skipped" for t in turns)),
@@ -272,7 +273,8 @@ def summary_rows(results: list[Result], expectations: dict[str, Any]) -> list[li
     return rows
 
 
-HEADER = ["format", "runs", "replayed", "runs with every observation identical", "observations identical",
+HEADER = ["format", "runs", "replayed", "runs: every observation identical",
+          "runs: identical but for the task runtime", "observations identical",
           "differ: task runtime", "skipped (network/package)", "final diffs identical"]
 
 
