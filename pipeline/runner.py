@@ -50,8 +50,8 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
     refused = []
-    for loc in config.affine:
-        u, r = affine.list_units(loc)
+    for loc, base_url in config.affine_sources():
+        u, r = affine.list_units(loc, base_url=base_url)
         units += u
         refused += r
     for loc in config.swelego:
