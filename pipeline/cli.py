@@ -153,6 +153,7 @@ def run(
     from pipeline.progress import Reporter
     from pipeline.runner import NoBenchmarks, run_pipeline
     from pipeline.sources.affine import ManifestError
+    from pipeline.sources.swelego import SourceUnavailable
     from pipeline.state import WorkdirLocked
 
     try:
@@ -168,7 +169,7 @@ def run(
     previous = signal.signal(signal.SIGINT, _announce_stop)
     try:
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
-    except (NoBenchmarks, WorkdirLocked, ManifestError, FileNotFoundError) as exc:
+    except (NoBenchmarks, WorkdirLocked, ManifestError, SourceUnavailable, FileNotFoundError) as exc:
         _fail(str(exc))
     except InvariantError as exc:
         _fail(str(exc), code=3)
