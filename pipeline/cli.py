@@ -39,6 +39,9 @@ def _say(msg: str) -> None:
     err.print(msg, markup=False)
 
 
+STOPPED = "stopped: interrupted (finished units are kept; run the same command again to resume)"
+
+
 class _OneLineErrors(TyperGroup):
     """Click's usage errors, interrupts and unexpected OS errors as one line each, never a traceback."""
 
@@ -58,7 +61,7 @@ class _OneLineErrors(TyperGroup):
             _say(f"error: {exc.format_message()}")
             sys.exit(exc.exit_code)
         except (KeyboardInterrupt, typer.Abort):
-            _say("stopped: interrupted (finished units are kept; run the same command again to resume)")
+            _say(STOPPED)
             sys.exit(130)
         except OSError as exc:
             if os.environ.get("TRAJPIPE_DEBUG"):
@@ -66,6 +69,8 @@ class _OneLineErrors(TyperGroup):
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
             _say(f"error: {exc.strerror or exc}{where}")
             sys.exit(2)
+        if rv == 130:  # typer turns KeyboardInterrupt into exit code 130
+            _say(STOPPED)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

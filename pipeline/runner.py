@@ -156,7 +156,8 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
-                metas = executor.map(process_unit, todo, config, str(workdir), on_done=lambda i, r: advance())
+                metas = executor.map(process_unit, todo, config, str(workdir),
+                                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())))
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
