@@ -168,6 +168,8 @@ def build_report(workdir: Path, epoch: int | None = None) -> dict[str, Any]:
         "reasons": reasons,
         "invariant": invariant,
         "counters": counters,
+        # counters are summed per build, not kept per epoch: an --epoch report says so
+        "counters_scope": "build" if epoch is None else "whole build, not this epoch",
         "benchmarks": stats.get("benchmarks", {}),
         "published": {d: {"rows": int(n), "shards": sorted(set(pub.filter(pl.col("dataset") == d)["shard"]))}
                       for d, n in sorted(pub_by_ds.items())},
@@ -226,7 +228,8 @@ def render_report(report: dict[str, Any], console: Console, *, counters: bool = 
     for group, values in report["counters"].items():
         if not values:
             continue
-        t = Table(title=f"Counters: {group}")
+        scope = "" if report.get("epoch") is None else f" ({report.get('counters_scope', 'whole build')})"
+        t = Table(title=f"Counters: {group}{scope}")
         t.add_column("name")
         t.add_column("count", justify="right")
         for name, n in values.items():

@@ -1,4 +1,4 @@
-"""Repo roots → ``/testbed`` (DESIGN §1 rewrite_roots), in every command, thought and output.
+"""Repo roots → ``/testbed``, in every command, thought and output.
 
 A root is recognised only where a path starts: the character before it may not be part of a word,
 a path or a URL host (``\\w . ~ / -``), so ``https://github.com/x/repo`` and ``/a/repo`` are left
