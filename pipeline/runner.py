@@ -50,8 +50,8 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
     refused = []
-    for loc in config.affine:
-        u, r = affine.list_units(loc)
+    for loc, base_url in config.affine_sources():
+        u, r = affine.list_units(loc, base_url=base_url)
         units += u
         refused += r
     for loc in config.swelego:
@@ -156,7 +156,8 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
-                metas = executor.map(process_unit, todo, config, str(workdir), on_done=lambda i, r: advance())
+                metas = executor.map(process_unit, todo, config, str(workdir),
+                                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())))
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs

@@ -1,4 +1,4 @@
-"""Repo roots → ``/testbed`` (DESIGN §1 rewrite_roots), in every command, thought and output.
+"""Repo roots → ``/testbed``, in every command, thought and output.
 
 The root is the run's checkout, found from the run itself by its parser
 (``Episode.meta.repo_root``: the task's ``<uploaded_files>`` line or "repository in the directory

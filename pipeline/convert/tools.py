@@ -1,4 +1,4 @@
-"""Tool call → ONE bash command whose output is the observation (DESIGN §4.1, input-formats §5).
+"""Tool call → ONE bash command whose output is the observation (input-formats §5).
 
 Every converter returns an :class:`Action`: a command to run (``run``), text to fold into the
 next THOUGHT (``fold``: ``think``), nothing (``remove``: to-do and memory tools, ``C-c``

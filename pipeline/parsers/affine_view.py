@@ -1,4 +1,4 @@
-"""Affine ``duel_turns@v4`` view records: a node graph of baked text messages (DESIGN §2.1)."""
+"""Affine ``duel_turns@v4`` view records: a node graph of baked text messages."""
 
 from __future__ import annotations
 

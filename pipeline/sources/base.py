@@ -22,7 +22,7 @@ from pipeline.episode import Quarantined, RawRun
 class Unit:
     """One independently processable piece of input: a corpus chunk or a SWE-Lego file.
 
-    ``sha256`` is the content identity that incremental ingestion keys on (DESIGN §2.1: over the
+    ``sha256`` is the content identity that incremental ingestion keys on (over the
     uncompressed JSONL for view shards, over the gzip bytes for trace chunks, over the file bytes
     for SWE-Lego files).
     """
