@@ -2,8 +2,6 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SHARED := ../shared
-BENCH_TABLES := $(if $(wildcard $(SHARED)/benchmarks/*.jsonl),$(SHARED)/benchmarks,data/sample/benchmarks)
 SAMPLE_RUNS ?= 120
 SAMPLE_EPOCHS ?= 2
 
@@ -18,12 +16,10 @@ $(BIN)/trajpipe: pyproject.toml
 venv: $(BIN)/trajpipe
 
 data/sample/labels.jsonl: | $(BIN)/trajpipe
-	$(BIN)/trajpipe synth --out data/sample --runs $(SAMPLE_RUNS) --epochs $(SAMPLE_EPOCHS) --seed 7 \
-		$(if $(wildcard $(SHARED)/benchmarks/*.jsonl),--benchmarks $(SHARED)/benchmarks,) > /dev/null
+	$(BIN)/trajpipe synth --out data/sample --runs $(SAMPLE_RUNS) --epochs $(SAMPLE_EPOCHS) --seed 7 > /dev/null
 
 publish: venv data/sample/labels.jsonl
-	$(BIN)/trajpipe run --rebuild --workdir data --affine data/sample/affine --swelego data/sample/swelego \
-		--catalog data/sample/catalog --benchmarks $(BENCH_TABLES)
+	$(BIN)/trajpipe run --rebuild --config data/sample.toml
 	$(BIN)/trajpipe audit --workdir data
 
 test: venv

@@ -10,14 +10,11 @@ commands, true Jaccard <= 0.5), then measures in one process:
 1. signature throughput of ``pipeline.dedup.minhash.signatures`` against
    ``datasketch.MinHash.update_batch`` on the same 32-bit shingle hashes (bit-identical output),
    on the corpus's own runs and on documents of 50 / 500 / 5,000 shingles, with 1 and 2 threads;
-   the timings are interleaved (ours, datasketch, ours, ...) and the best of ``--reps`` is kept
-   for each side, so a burst of load from other jobs on the shared machine hits both alike;
+   the timings are interleaved (ours, datasketch, ours, ...) and each rep's ratio is kept, reported
+   as median (min-max), so a burst of load from other jobs on the shared machine hits both alike;
 2. the whole dedup step (``add_dedup_keys`` + ``traj_dedup``) in runs/s (best and median of
    ``--reps``);
 3. recall on planted near-duplicates and false merges on planted distinct pairs;
-4. the numpy kernel's own ceiling (one multiply + add + segmented-min pass over L2-resident
-   data), which bounds any numpy MinHash, to show where the signature speed-up can and cannot
-   reach.
 
 Prints a markdown table and writes it to ``bench/results/dedup.md``.
 """
@@ -41,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.config import DedupParams  # noqa: E402
 from pipeline.dedup.keys import action_stream, add_dedup_keys, shingle_hashes  # noqa: E402
-from pipeline.dedup.minhash import fmix32, permutations, signatures  # noqa: E402
+from pipeline.dedup.minhash import signatures  # noqa: E402
 from pipeline.stages.traj_dedup import traj_dedup  # noqa: E402
 
 SYSTEM = "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."
@@ -177,46 +174,34 @@ def best_of(fn: Callable[[], object], reps: int) -> float:
     return best
 
 
-def compare(h: np.ndarray, off: np.ndarray, params: DedupParams, reps: int) -> dict[str, float | bool]:
-    """Ours (1 and 2 threads) vs datasketch on the same documents, timings interleaved."""
+def compare(h: np.ndarray, off: np.ndarray, params: DedupParams, reps: int) -> dict[str, float | bool | str]:
+    """Ours (1 and 2 threads) vs datasketch on the same documents, interleaved rep by rep
+    (ours 1 thread, datasketch, ours 2 threads): each rep gives one ratio per thread count, and
+    the median (min-max) of those ratios is reported, so load from other jobs hits both sides."""
     k = off.shape[0] - 1
     lists = [h[off[i]:off[i + 1]].tolist() for i in range(k)]  # datasketch takes Python values
     sketches = [MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=int) for _ in range(k)]
-    best = {"ds": float("inf"), "t1": float("inf"), "t2": float("inf")}
+    t1s, dss, t2s = [], [], []
 
     def ds() -> None:
         for m, d in zip(sketches, lists, strict=True):
             m.update_batch(d)
 
+    signatures(h[: off[min(k, 4)]], off[: min(k, 4) + 1], params.num_perm, params.seed)  # compiled/loaded once
     for _ in range(reps):
         for m in sketches:
             m.clear()  # outside the timer, like the construction of the objects
-        best["t1"] = min(best["t1"], best_of(lambda: signatures(h, off, params.num_perm, params.seed, threads=1), 1))
-        best["ds"] = min(best["ds"], best_of(ds, 1))
-        best["t2"] = min(best["t2"], best_of(lambda: signatures(h, off, params.num_perm, params.seed, threads=2), 1))
+        t1s.append(best_of(lambda: signatures(h, off, params.num_perm, params.seed, threads=1), 1))
+        dss.append(best_of(ds, 1))
+        t2s.append(best_of(lambda: signatures(h, off, params.num_perm, params.seed, threads=2), 1))
     ours = signatures(h, off, params.num_perm, params.seed)
     identical = all(np.array_equal(m.hashvalues, ours[i]) for i, m in enumerate(sketches))
-    distinct = float(np.mean([np.unique(h[off[i]:off[i + 1]]).size / max(1, off[i + 1] - off[i])
-                              for i in range(0, k, max(1, k // 200))]))
-    return {"docs": k, "size": float(np.diff(off).mean()), "distinct": distinct, "identical": identical,
-            "ds": k / best["ds"], "t1": k / best["t1"], "t2": k / best["t2"]}
-
-
-def kernel_ceiling(params: DedupParams, reps: int) -> float:
-    """Hash evaluations per second of the bare numpy pass (multiply, add, min-reduce) on one core,
-    over a 64k-value block that stays in L2: no numpy MinHash can beat this per evaluation."""
-    a, b = permutations(params.num_perm, params.seed)
-    x = fmix32(np.random.default_rng(0).integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32))
-    buf = np.empty_like(x)
-    starts = np.arange(0, x.shape[0], 650, dtype=np.intp)
-
-    def run() -> None:
-        for k in range(a.shape[0]):
-            np.multiply(x, a[k], out=buf)
-            np.add(buf, b[k], out=buf)
-            np.minimum.reduceat(buf, starts)
-
-    return x.shape[0] * a.shape[0] / best_of(run, reps * 3)
+    r1 = np.array(dss) / np.array(t1s)
+    r2 = np.array(dss) / np.array(t2s)
+    return {"docs": k, "size": float(np.diff(off).mean()), "identical": identical,
+            "ds": k / float(np.median(dss)), "t1": k / float(np.median(t1s)), "t2": k / float(np.median(t2s)),
+            "r1": float(np.median(r1)), "r2": float(np.median(r2)),
+            "r1_range": f"{r1.min():.1f}-{r1.max():.1f}", "r2_range": f"{r2.min():.1f}-{r2.max():.1f}"}
 
 
 def main() -> None:
@@ -253,7 +238,6 @@ def main() -> None:
     rnd = np.random.default_rng(args.seed).integers(0, 2**32, 2_000 * 500, dtype=np.uint64).astype(np.uint32)
     cases.append(("500 distinct random hashes/doc (no repeats)",
                   compare(rnd, np.arange(2_001, dtype=np.int64) * 500, params, args.reps)))
-    ceiling = kernel_ceiling(params, args.reps)
     t = time.perf_counter()
     signatures(hashes, offsets, params.num_perm, params.seed)
     ours_full_s = time.perf_counter() - t
@@ -281,24 +265,24 @@ def main() -> None:
     mean_shingles = float(np.diff(offsets).mean())
     mb = streams.str.len_bytes().sum() / 1e6
 
-    sig_rows = ["| documents | shingles/doc (distinct) | datasketch runs/s | ours 1 thread | ours 2 threads "
-                "| speed-up 1 thread | speed-up 2 threads | bit-identical |", "|---|---|---|---|---|---|---|---|"]
+    sig_rows = ["| documents | shingles/doc | datasketch docs/s | ours 1 thread | ours 2 threads "
+                "| speed-up 1 thread, median (min-max) | speed-up 2 threads, median (min-max) | bit-identical |",
+                "|---|---|---|---|---|---|---|---|"]
     for name, c in cases:
         sig_rows.append(
-            f"| {name}: {int(c['docs']):,} | {c['size']:,.0f} ({100 * float(c['distinct']):.0f}%) | {c['ds']:,.0f} "
-            f"| {c['t1']:,.0f} | {c['t2']:,.0f} | {c['t1'] / c['ds']:.1f}x | {c['t2'] / c['ds']:.1f}x "
+            f"| {name}: {int(c['docs']):,} | {c['size']:,.0f} | {c['ds']:,.0f} "
+            f"| {c['t1']:,.0f} | {c['t2']:,.0f} | {c['r1']:.1f}x ({c['r1_range']}) | {c['r2']:.1f}x ({c['r2_range']}) "
             f"| {c['identical']} |")
     head_case = cases[0][1]
     rows = [
         ("runs (synthetic, planted pairs included)", f"{frame.height:,}", ""),
         ("mean action stream / shingles per run", f"{mb * 1e6 / frame.height:,.0f} B / {mean_shingles:,.0f}", ""),
         (f"signature speed-up on corpus runs, ours / datasketch ({k:,} runs)",
-         f"{head_case['t1'] / head_case['ds']:.1f}x (1 thread), {head_case['t2'] / head_case['ds']:.1f}x (2 threads)",
+         f"{head_case['r1']:.1f}x (1 thread, {head_case['r1_range']}), "
+         f"{head_case['r2']:.1f}x (2 threads, {head_case['r2_range']})",
          "goal >= 20x; per-size table below"),
         ("bit-identical to datasketch (every case)", str(all(bool(c["identical"]) for _, c in cases)), ""),
         (f"signatures, ours (all {frame.height:,} runs, 2 threads)", f"{frame.height / ours_full_s:,.0f} runs/s", ""),
-        ("numpy kernel ceiling (mul + add + segmented min, 1 core, L2-resident)",
-         f"{ceiling / 1e9:.2f} G hash-evals/s", "bounds any numpy MinHash"),
         ("dedup keys (exact hash + normalise + tokenise + MinHash), best run", f"{keys_t[best_i]:.2f} s", ""),
         ("LSH 16x8 + verify + union-find + representatives, best run", f"{cluster_t[best_i]:.2f} s", ""),
         ("whole dedup step", f"{frame.height / totals[0]:,.0f} runs/s best, "
@@ -317,31 +301,14 @@ def main() -> None:
               f"--reps {args.reps}` on {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
               f"(shared: 1-min load average {load_start:.1f} at start, {os.getloadavg()[0]:.1f} at end), "
               f"polars {pl.__version__}, numpy {np.__version__}; corpus generated in {gen_s:.1f} s (not timed).\n")
-    # Where the signature speed-up can reach: datasketch already runs one numpy broadcast per
-    # document, so per hash evaluation it is within a small factor of the bare numpy kernel.
-    c0 = head_case
-    size, distinct = float(c0["size"]), float(c0["distinct"])
-    ds_ns = 1e9 / (float(c0["ds"]) * size * params.num_perm)
-    ours_ns = 1e9 / (float(c0["t1"]) * size * params.num_perm)
-    ceil_ns = 1e9 / ceiling
-    bound1 = ds_ns / ceil_ns / distinct
     analysis = [
-        "## Where the signature speed-up stops",
+        "## How the signatures are computed",
         "",
-        f"On the corpus runs datasketch spends {ds_ns:.2f} ns per hash evaluation (one `(n, 128)` numpy "
-        f"broadcast per document plus a Python-level `int()` per value); ours spends {ours_ns:.2f} ns per "
-        f"input value and permutation on one thread. The bare numpy kernel that any numpy MinHash "
-        f"needs per evaluation (multiply, add, segmented min: 3 passes over memory) runs at "
-        f"{ceil_ns:.2f} ns on one core here, so evaluating every value caps the speed-up at "
-        f"{ds_ns / ceil_ns:.1f}x per core. Dropping repeated values first (MinHash is a set function; "
-        f"{100 * distinct:.0f}% of a run's shingles are distinct) lifts the cap to {bound1:.1f}x per core if "
-        f"the dedup were free, and {2 * bound1:.1f}x only if a second thread added a whole core of SIMD "
-        "throughput. It does not here: the dedup costs about as much as a few dozen evaluations per value "
-        "(a hash-table scatter and two gathers), and on this shared VM 2 threads of short numpy kernels "
-        "measured no faster than 1 (table above), so "
-        "the 1-thread figure is the dependable one. "
-        "20x on runs of this size would need a fused kernel (one pass per permutation, e.g. compiled "
-        "code or rensa's prehashed API from research/dedup.md §2.3), not more numpy.",
+        "One numba kernel (`pipeline/dedup/minhash.py`, compiled once and cached on disk) walks each "
+        "document once, keeping the 128 running minima in registers-sized arrays: the loop over "
+        "permutations compiles to 8-lane AVX2 multiply/add/min. The previous numpy path needed one pass "
+        "over memory per permutation and stopped at about 8x datasketch. Ratios are per interleaved rep "
+        "(ours 1 thread, datasketch, ours 2 threads), median with min-max.",
         "",
     ]
     text = (header + "\n" + "\n".join(table) + "\n\n## Signatures: ours vs `datasketch.MinHash.update_batch`\n\n"

@@ -24,7 +24,8 @@ from schemas.run import DROPS, empty
 # Funnel order (ARCHITECTURE.md: a run is dropped by the first stage that drops it).
 STAGES: list[str] = ["quarantine", "parse", "convert", "task_dedup", "solution_leak", "benchmark_leak",
                      "scrub", "validate", "traj_dedup"]
-COUNTER_GROUPS: list[str] = ["parse/dialect", "dialect_turns", "dialect_drops", "convert/tool", "scrub"]
+COUNTER_GROUPS: list[str] = ["parse/dialect", "dialect_turns", "dialect_drops", "format_runs", "format_drops",
+                              "convert/tool", "scrub"]
 UNKNOWN_DATASET = "(unknown)"
 
 

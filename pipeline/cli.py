@@ -174,9 +174,14 @@ def convert(
     out: Annotated[Path, typer.Option(help="JSONL to write, one line per run")],
 ) -> None:
     """Convert trajectory files (format detected from content) to mini-coder JSONL."""
-    from pipeline.convert_files import convert_files
+    from collections import Counter
 
-    n_ok, n_drop = convert_files(files, out)
+    from pipeline.convert_files import convert_files, format_summary
+
+    by_format: Counter[str] = Counter()
+    n_ok, n_drop = convert_files(files, out, by_format=by_format)
+    for line in format_summary(by_format):
+        err.print(line)
     err.print(f"{n_ok} converted, {n_drop} not converted (listed with their reason) → {out}")
 
 

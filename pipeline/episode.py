@@ -53,12 +53,18 @@ class Bash:
 
 @dataclass(slots=True)
 class Step:
-    """One action and what it printed. ``returncode`` is None when the source did not say."""
+    """One action and what it printed. ``returncode`` is None when the source did not say.
+
+    ``timed_out``: the command never finished (OpenHands ``exit_code: -1``, SWE-agent's
+    "EXECUTION TIMED OUT"); ``observation`` is then what it printed before it was killed, and the
+    turn is rendered with mini-swe-agent's timeout message, which carries no return code.
+    """
 
     thought: str
     call: ToolCall | Bash
     observation: str
     returncode: int | None = None
+    timed_out: bool = False
 
 
 @dataclass(slots=True)

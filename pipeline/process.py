@@ -112,6 +112,18 @@ def convert_runs(raws: list[RawRun], step_limit: int, seconds: Counter[str] | No
     return rows, drops, counters
 
 
+def format_counters(raws: list[RawRun], drops: list[pl.DataFrame]) -> Counter[str]:
+    """Per input format (the run's origin): ``format_runs/<f>`` runs read and
+    ``format_drops/<f>/<stage>/<reason>`` for every drop of one of them, at any stage."""
+    fmt_of = {r.source_uid: r.origin for r in raws}
+    out: Counter[str] = Counter(f"format_runs/{r.origin}" for r in raws)
+    for frame in drops:
+        if frame.height:
+            for uid, stage, reason in frame.select("source_uid", "stage", "reason").iter_rows():
+                out[f"format_drops/{fmt_of.get(uid, 'unknown')}/{stage}/{reason}"] += 1
+    return out
+
+
 def _drop(raw: RawRun, dataset: str, stage: str, reason: str, detail: str) -> dict[str, Any]:
     return {"source_uid": raw.source_uid, "epoch": raw.epoch, "dataset": dataset, "stage": stage,
             "reason": reason, "detail": detail[:2000]}
@@ -151,6 +163,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         counters.update(batch_counters)
         t0 = time.perf_counter()
         batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
+        first = len(drop_frames)
         drop_frames.append(drops_frame(drop_rows))
         seconds["rows"] += time.perf_counter() - t0
         for stage in stages:
@@ -160,6 +173,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
             batch = out.kept
             drop_frames.append(out.dropped)
             counters.update(out.counters)
+        counters.update(format_counters(pending, drop_frames[first:]))
         t0 = time.perf_counter()
         batch = add_dedup_keys(batch, config.dedup)
         seconds["dedup_keys"] += time.perf_counter() - t0

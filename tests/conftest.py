@@ -1,4 +1,4 @@
-"""Shared test set-up: offline Hub tripwire, quiet mini-swe-agent, the ../shared data folder."""
+"""Shared test set-up: offline Hub tripwire, quiet mini-swe-agent, the vendored fixture folders."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 settings.register_profile("ci", max_examples=100, deadline=None)
 settings.load_profile("ci")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL = FIXTURES / "real"  # real public trajectory files (PROVENANCE.md there)
+BENCH = FIXTURES / "benchmarks"  # small extracts of the real benchmark tables (PROVENANCE.md there)
 
 
 @pytest.fixture(autouse=True)
@@ -27,11 +29,3 @@ def _hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    """The ../shared folder with real samples and benchmark tables; skip when absent."""
-    if not (SHARED / "corpus-samples").is_dir():
-        pytest.skip("../shared is not on this machine")
-    return SHARED

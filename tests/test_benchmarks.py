@@ -1,4 +1,4 @@
-"""Benchmark tables: loader over ../shared/benchmarks and any folder; pull with a mocked Hub."""
+"""Benchmark tables: loader over the vendored table extracts and any folder; pull with a mocked Hub."""
 
 from __future__ import annotations
 
@@ -9,24 +9,20 @@ import polars as pl
 import pytest
 
 from pipeline.benchmarks import COLUMNS, HUB_BENCHMARKS, NoBenchmarksError, load_benchmarks, pull_benchmarks
-
-SHARED = Path(__file__).parents[2] / "shared"
+from tests.conftest import BENCH
 
 
 @pytest.fixture(scope="module")
 def shared_tables() -> pl.DataFrame:
-    folder = SHARED / "benchmarks"
-    if not folder.is_dir():
-        pytest.skip("../shared/benchmarks is absent")
-    return load_benchmarks(folder)
+    return load_benchmarks(BENCH)
 
 
 def test_loader_normalises_every_shared_table(shared_tables: pl.DataFrame) -> None:
     assert shared_tables.columns == COLUMNS
     assert all(dt == pl.Utf8 for dt in shared_tables.dtypes)
     counts = dict(shared_tables.group_by("benchmark").len().iter_rows())
-    assert counts == {"swebench_verified": 500, "swebench_lite": 300, "swebench_full": 2294,
-                      "swebench_multimodal": 612, "swebench_live": 1895, "gitgoodbench": 60}
+    assert counts == {"swebench_verified": 20, "swebench_lite": 20, "swebench_full": 50,
+                      "swebench_multimodal": 3, "swebench_live": 10, "gitgoodbench": 60}
     # the SWE-smith repo pool is not a benchmark
     assert shared_tables.filter(pl.col("repo").str.contains("jqlang/jq")).height == 0
     row = shared_tables.filter((pl.col("benchmark") == "swebench_verified")
@@ -34,7 +30,7 @@ def test_loader_normalises_every_shared_table(shared_tables: pl.DataFrame) -> No
     assert row["repo"] == "django/django" and row["base_commit"].startswith("d26b2424")
     assert "diff --git" in row["patch"] and row["problem_statement"]
     full = shared_tables.filter(pl.col("benchmark") == "swebench_full")
-    assert (full["base_commit"] != "").sum() == 707 and (full["patch"] == "").all()
+    assert (full["base_commit"] != "").sum() == 40 and (full["patch"] == "").all()
     assert shared_tables.null_count().sum_horizontal().item() == 0
 
 

@@ -19,7 +19,7 @@ from pipeline.publish.card import feature_yaml, origin_text, render_card, size_c
 from schemas.run import COLUMNS, PUBLISHED
 from tests.test_shards import sample_drops, sample_rows, sample_stats, work_frame
 
-SHARED = Path(__file__).parents[2] / "shared"
+SEED_CARD = Path(__file__).parent / "fixtures" / "seed_card_002.txt"
 BASH = "mini-coder-affine-bash"
 
 
@@ -31,9 +31,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def seed_card() -> str:
-    path = SHARED / "seeds" / "002_c681f0beae7067b7.txt"
-    if not path.is_file():
-        pytest.skip("../shared/seeds absent")
+    path = SEED_CARD
     # the file was saved with each line framed as "| <line> |" ("|" alone for an empty line)
     def unframe(line: str) -> str:
         if line.startswith("| ") and line.endswith(" |"):

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.stages.validate import validate_messages
+from tests.conftest import REAL
 
 EXPECTED_FORMAT = {  # sample file -> the format detected from its content
     "mini-swe-agent-v1-github-issue.traj.json": "mini-swe-agent",
@@ -34,8 +35,8 @@ def run_convert(files: list[Path], out: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def lines(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    samples = sorted(p for p in (shared / "corpus-samples").iterdir() if p.suffix != ".md")
+def lines(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    samples = sorted(p for p in REAL.iterdir() if p.suffix != ".md")
     assert {p.name for p in samples} == set(EXPECTED_FORMAT)
     return run_convert(samples, tmp_path_factory.mktemp("cli") / "out.jsonl")
 
@@ -74,8 +75,8 @@ def test_published_lines_carry_the_converted_turns(lines: list[dict[str, Any]]) 
         "<returncode>0</returncode>\n<output>\n/testbed/tests/missing_colon.py\n</output>")
 
 
-def test_format_is_detected_from_content_not_the_file_name(shared: Path, tmp_path: Path) -> None:
-    src = shared / "corpus-samples"
+def test_format_is_detected_from_content_not_the_file_name(tmp_path: Path) -> None:
+    src = REAL
     renamed = [tmp_path / "a.dat", tmp_path / "b.txt"]
     shutil.copyfile(src / "sweagent-0x-gpt4-pydicom-1458.traj", renamed[0])
     shutil.copyfile(src / "openhands-events-basic.json", renamed[1])

@@ -18,7 +18,7 @@ from pipeline.config import Config
 from pipeline.runner import run_pipeline
 from pipeline.secrets import find_secrets
 from pipeline.sources.synth import synth
-from tests.conftest import SHARED
+from tests.conftest import BENCH
 
 RUNS, EPOCHS, SEED = 40, 2, 7
 
@@ -44,14 +44,12 @@ def judged(label: dict[str, Any]) -> bool:
 
 @pytest.fixture(scope="module")
 def build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Synth a small corpus (the real SWE-bench tables when ../shared has them) and run the pipeline once."""
+    """Synth a small corpus (planted from the vendored extracts of the real SWE-bench tables) and run the pipeline once."""
     root = tmp_path_factory.mktemp("e2e")
     corpus, work = root / "corpus", root / "work"
-    bench = SHARED / "benchmarks"
-    have_shared = (bench / "swebench_lite.jsonl").exists()
-    synth(corpus, runs=RUNS, epochs=EPOCHS, seed=SEED, benchmarks=bench if have_shared else None)
+    synth(corpus, runs=RUNS, epochs=EPOCHS, seed=SEED, benchmarks=BENCH)
     config = Config(affine=(str(corpus / "affine"),), swelego=(str(corpus / "swelego"),),
-                    catalog=str(corpus / "catalog"), benchmarks=str(bench if have_shared else corpus / "benchmarks"),
+                    catalog=str(corpus / "catalog"), benchmarks=str(BENCH),
                     workdir=str(work), workers=2)
     run_pipeline(config)
     labels = [json.loads(x) for x in (corpus / "labels.jsonl").read_text().splitlines() if x.strip()]

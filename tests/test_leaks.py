@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -16,9 +15,8 @@ from pipeline.leaks.ngrams import gram_hashes, gram_starts, token_hashes, token_
 from pipeline.leaks.rules import maybe_attempt
 from pipeline.shell import PLAIN, shlex_split, split_command
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from tests.conftest import BENCH, REAL
 from tests.test_scrub import SUBMIT, ctx, work_frame, work_row
-
-SHARED = Path(__file__).parents[2] / "shared"
 
 GOLD = """diff --git a/src/widget/core.py b/src/widget/core.py
 --- a/src/widget/core.py
@@ -132,9 +130,7 @@ def test_detail_names_the_turn_that_delivered() -> None:
 
 @pytest.fixture
 def pandas_task() -> dict[str, object]:
-    p = SHARED / "corpus-samples" / "swesmith-task-instance-pandas-pr_53652.json"
-    if not p.exists():
-        pytest.skip("../shared not available")
+    p = REAL / "swesmith-task-instance-pandas-pr_53652.json"
     return json.loads(p.read_text())
 
 
@@ -338,9 +334,7 @@ def test_no_benchmarks_keeps_all_and_counts_skipped() -> None:
 
 @pytest.fixture(scope="module")
 def real_benchmarks() -> pl.DataFrame:
-    d = SHARED / "benchmarks"
-    if not d.exists():
-        pytest.skip("../shared not available")
+    d = BENCH
     frames = []
     for name in ("swebench_lite", "swebench_verified"):
         df = pl.read_ndjson(d / f"{name}.jsonl").select("instance_id", "repo", "base_commit", "problem_statement",
@@ -373,7 +367,7 @@ def test_real_swebench_instance_id_and_statement(real_benchmarks: pl.DataFrame) 
 def test_real_swebench_statements_do_not_flag_each_other(real_benchmarks: pl.DataFrame) -> None:
     """Unrelated real runs (the SWE-agent sample trajectories) carry no benchmark text."""
     stage = BenchmarkLeak(ctx(real_benchmarks))
-    texts = [p.read_text(errors="replace")[:200_000] for p in sorted((SHARED / "corpus-samples").glob("*.traj*"))]
+    texts = [p.read_text(errors="replace")[:200_000] for p in sorted(REAL.glob("*.traj*"))]
     rows = [work_row(["cat x"], [t], instance_id=f"other__repo-{i}") for i, t in enumerate(texts)]
     out = stage(work_frame(rows))
     assert out.dropped.height == 0, out.dropped.to_dicts()

@@ -20,7 +20,7 @@ from pipeline.dedup.keys import (
     token_hashes_flat,
 )
 from pipeline.dedup.lsh import band_keys, candidate_pairs, union_find, verify
-from pipeline.dedup.minhash import MAX_HASH, Workspace, signatures
+from pipeline.dedup.minhash import MAX_HASH, signatures
 
 
 def datasketch_signature(hashes: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
@@ -68,22 +68,6 @@ def test_signatures_bit_identical_when_documents_repeat_values(docs: list[list[i
         minhash._CHUNK = saved
     for i, doc in enumerate(docs):
         assert ours[i].tolist() == datasketch_signature(np.array(doc, dtype=np.uint32), 128, seed).tolist()
-
-
-@given(docs=st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=200), min_size=1, max_size=15))
-@settings(max_examples=100, deadline=None)
-def test_distinct_in_docs_drops_only_repeats_within_a_document(docs: list[list[int]]) -> None:
-    flat = np.array([h for d in docs for h in d], dtype=np.uint32)
-    lens = np.array([len(d) for d in docs], dtype=np.int64)
-    vals, new_lens = minhash._distinct_in_docs(flat, lens, Workspace(4))
-    out_off = np.concatenate([[0], np.cumsum(new_lens)])
-    for i, doc in enumerate(docs):
-        got = vals[out_off[i]:out_off[i + 1]].tolist()
-        assert set(got) == set(doc)  # every value of every document survives, in its own document
-        assert len(got) <= len(doc)
-    # a document of one repeated value always shrinks to that one value (same slot, same value)
-    v, n = minhash._distinct_in_docs(np.full(50, 9, dtype=np.uint32), np.array([50]), Workspace(50))
-    assert v.tolist() == [9] and n.tolist() == [1]
 
 
 def test_signatures_bit_identical_on_large_random_batch_with_threads() -> None:

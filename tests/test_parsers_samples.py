@@ -1,4 +1,4 @@
-"""Parsers on the real community files in ../shared/corpus-samples, checked turn by turn by hand."""
+"""Parsers on the real community files in tests/fixtures/real, checked turn by turn by hand."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import pytest
 from pipeline.episode import Bash, Episode, Quarantined, RawRun, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
+from tests.conftest import REAL
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "corpus-samples"
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md") if SAMPLES.is_dir() else []
+SAMPLES = REAL
+FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
 
 
 @pytest.fixture(scope="module")
-def samples(shared: Path) -> Path:
-    return shared / "corpus-samples"
+def samples() -> Path:
+    return SAMPLES
 
 
 def runs(samples: Path, name: str) -> list[RawRun | Quarantined]:

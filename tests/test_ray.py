@@ -15,8 +15,7 @@ import pytest
 
 from pipeline.executors import make_executor
 from pipeline.executors.ray import RayExecutor, RayNotInstalled
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from tests.conftest import BENCH
 
 
 def slow_square(x: int, n: int, delay: float) -> tuple[int, int]:
@@ -86,13 +85,8 @@ def test_ray_and_local_publish_byte_identical_trees(ray_cluster, tmp_path: Path)
 
     corpus = tmp_path / "corpus"
     synth(corpus, runs=30, epochs=2, seed=3)
-    bench = SHARED / "benchmarks"
     common = {"affine": (str(corpus / "affine"),), "swelego": (str(corpus / "swelego"),),
-              "catalog": str(corpus / "catalog"), "workers": 2}
-    if any(bench.glob("*.jsonl")):
-        common["benchmarks"] = str(bench)
-    else:
-        common["no_benchmarks"] = True
+              "catalog": str(corpus / "catalog"), "workers": 2, "benchmarks": str(BENCH)}
 
     summaries = {}
     for kind in ("local", "ray"):

@@ -1,4 +1,4 @@
-"""End to end on ../shared/corpus-samples: file → RawRun → Episode → published mini-swe v1 messages.
+"""End to end on the real samples in tests/fixtures/real: file → RawRun → Episode → published mini-swe v1 messages.
 
 Every sample that holds runs converts (no convert-stage drop), passes the strict validator and is
 read back by the real mini-swe-agent 1.17.5 parser; at least two files per format (one for
@@ -24,9 +24,10 @@ from pipeline.episode import Episode, RawRun  # noqa: E402
 from pipeline.parsers import parse_raw  # noqa: E402
 from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
 from pipeline.stages.validate import validate_messages  # noqa: E402
+from tests.conftest import REAL  # noqa: E402
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "corpus-samples"
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md") if SAMPLES.is_dir() else []
+SAMPLES = REAL
+FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
 
 
@@ -51,8 +52,8 @@ def real_agent() -> Any:
 
 
 @pytest.fixture(scope="module")
-def samples(shared: Path) -> Path:
-    return shared / "corpus-samples"
+def samples() -> Path:
+    return SAMPLES
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -15,8 +15,8 @@ import pytest
 
 from pipeline.sources.synth import synth
 from schemas.run import PUBLISHED
+from tests.conftest import BENCH
 
-SHARED = Path(__file__).parents[2] / "shared"
 VIEW_FIELDS = {"view", "rollout_id", "traj_id", "instance_id", "repo", "model", "policy", "source", "language",
                "stratum", "action_kind", "generated_at", "nodes", "turns"}
 PLANTED = {"keep", "quarantine/bad_json", "quarantine/not_object", "quarantine/missing_field", "convert/unknown_tool",
@@ -28,10 +28,7 @@ PLANTED = {"keep", "quarantine/bad_json", "quarantine/not_object", "quarantine/m
 
 @pytest.fixture(scope="module")
 def bench_dir() -> Path:
-    d = SHARED / "benchmarks"
-    if not d.exists():
-        pytest.skip("../shared/benchmarks absent")
-    return d
+    return BENCH
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -13,17 +12,14 @@ from pipeline.config import Config
 from pipeline.context import Context
 from pipeline.stages.task_dedup import TaskDedup
 from schemas.run import WORK, polars_schema
+from tests.conftest import BENCH
 
-SHARED = Path(__file__).parents[2] / "shared"
 DJANGO_11099 = "d26b2424437dabeeca94d7900b37d2df4410da0c"  # swebench_verified base commit
 
 
 @pytest.fixture(scope="module")
 def benchmarks() -> pl.DataFrame:
-    folder = SHARED / "benchmarks"
-    if not folder.is_dir():
-        pytest.skip("../shared/benchmarks is absent")
-    return load_benchmarks(folder)
+    return load_benchmarks(BENCH)
 
 
 def work(*rows: dict[str, Any]) -> pl.DataFrame:

@@ -134,11 +134,14 @@ def _fail_branch(fail_message: str | None, default_expr: str, indent: str = "   
 
 def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: str,
                     fail_message: str | None = None, then: str | None = None,
-                    reject_message: str | None = None) -> str:
+                    reject_message: str | None = None, count: int | None = None) -> str:
     """Replace exact text in ``path``: ``edits`` are (old, new, replace_all), applied in order.
 
-    Each old text must occur exactly once (at least once with replace_all), else the script
-    prints ``fail_message`` (default: a message with the count) and exits 1, file untouched.
+    Each old text must occur exactly once (at least once with replace_all; exactly ``count``
+    times when the editor reported its count), else the script prints ``fail_message`` (default:
+    a message with the count) and exits 1, file untouched. When the run recorded a failure
+    (``fail_message``) and the old text equals the new one, the script refuses it too: editors
+    refuse a replace that changes nothing, and the file would otherwise be "edited" on replay.
     """
     lines = ["import sys", f"path = {py_str(path)}"]
     script = "\n".join(lines) + "\n"
@@ -146,7 +149,8 @@ def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: s
         old, new, replace_all = edits[0]
         script += f"old = {py_str(old)}\nnew = {py_str(new)}\n" + _read("path")
         script += "n = text.count(old)\n"
-        cond = "n == 0" if replace_all else "n != 1"
+        cond = f"n != {int(count)}" if count is not None else "n == 0" if replace_all else "n != 1"
+        cond = f"old == new or {cond}" if old == new and fail_message is not None else cond
         script += f"if {cond}:\n" + _fail_branch(
             fail_message, "f'No replacement was performed: old_str occurs {n} times in {path}, expected exactly once.'")
         script += "text = text.replace(old, new)\n" if replace_all else "text = text.replace(old, new, 1)\n"
@@ -206,12 +210,14 @@ def window_replace_command(path: str, first: int, last: int, old: str, new: str,
                            fail_message: str | None = None, then: str | None = None,
                            reject_message: str | None = None) -> str:
     """SWE-agent 1.x ``edit(search, replace)``: replace the one occurrence of ``old`` inside the
-    displayed lines ``first``..``last`` (1-based); none or several there: fail, file untouched."""
+    displayed lines ``first``..``last`` (1-based); none or several there, or (when the run recorded
+    a failure) a search equal to its replacement, which the tool refuses: fail, file untouched."""
+    refused = old == new and fail_message is not None
     script = (f"import sys\npath = {py_str(path)}\nold = {py_str(old)}\nnew = {py_str(new)}\n"
               + _read("path") + "lines = text.split('\\n')\n"
               f"lo = sum(len(line) + 1 for line in lines[:{int(first) - 1}])\n"
               f"hi = lo + len('\\n'.join(lines[{int(first) - 1}:{int(last)}]))\n"
-              "if not old or text.count(old, lo, hi) != 1:\n")
+              f"if {'old == new or ' if refused else ''}not old or text.count(old, lo, hi) != 1:\n")
     script += _fail_branch(fail_message, f"f'Text {{old!r}} not found once in lines {int(first)}-{int(last)}.'")
     script += "i = text.find(old, lo, hi)\ntext = text[:i] + new + text[i + len(old):]\n"
     script += _syntax_gate(reject_message) + _write() + _print_lit(ok_message)

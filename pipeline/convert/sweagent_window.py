@@ -5,7 +5,7 @@ Both shapes of a call are accepted, for every tool: the text form the SWE-agent 
 arguments of SWE-agent 1.x function calling (``find_file(file_name, dir)``, ``search_dir
 (search_term, dir)``, ``search_file(search_term, file)``, ``open(path, line_number)``,
 ``goto(line_number)``, ``scroll_up/down()``, ``create(filename)``, ``edit(search, replace,
-replace_all)`` or ``edit(start_line, end_line, replacement_text)``, ``insert(text, line)``).
+replace-all)`` or ``edit(start_line, end_line, replacement_text)``, ``insert(text, line)``).
 :func:`window_call` maps both onto one canonical :class:`WindowCall`.
 
 The window SWE-agent printed is read back from the observation itself (``[File: P (N lines
@@ -19,7 +19,17 @@ the newline the printer prints is restored (``convert/sweagent_newline_restored`
 Edits: ``edit N:M`` replaces those lines; ``edit(search, replace)`` replaces the one occurrence
 inside the lines the agent had on screen (the previous window of that file), like SWE-agent's
 ``replace_in_window``; a failed search (``Your edit was not applied (file not modified)``…) runs
-the same script, which fails with the recorded message and changes nothing.
+the same script, which fails with the recorded message and changes nothing. The edit works on
+the open file (the window it printed, else the last one shown).
+
+``replace-all`` (SWE-agent's spelling; ``replace_all`` accepted): which branch ran is read from
+the result when it says (``Text replaced.``: the window replace; ``Replaced N occurrences``: every
+occurrence in the file, and the script checks there are N), else from the argument. Up to
+SWE-agent 1.1 the tool parsed the flag with ``type=bool``, so an explicit ``false`` (rendered
+``False``) replaced everything; the result text is what tells. A search equal to its replacement
+is refused by the tool (``No changes were made``): the script refuses it too. Argument sets that
+fit no SWE-agent signature are not this tool's (``window_call`` returns None); the dispatcher then
+drops them as ``convert/bad_tool_args`` unless another tool family owns the name.
 
 Linter-rejected edits (``Your proposed edit has introduced new syntax error(s)``): SWE-agent
 applied the edit, linted the file and restored it, so the file is unchanged. When every reported
@@ -73,9 +83,12 @@ JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "create": (frozenset({"filename"}), frozenset()),
     "insert": (frozenset({"text"}), frozenset({"line"})),
 }
-EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace_all"}))
+EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace-all", "replace_all"}))
 EDIT_LINES = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
 REJECTED = "Your proposed edit has introduced new syntax error"
+# which branch of SWE-agent's edit(search, replace) ran, as its success message says
+_REPLACED_ALL = re.compile(r"\AReplaced (\d+) occurrences")
+_REPLACED_ONE = re.compile(r"\AText replaced\.")
 _LINT_CODE = re.compile(r"\b([EFWC]\d{3})\b")
 _OVERFLOW = re.compile(r"^More than \d+ files matched for ", re.M)
 
@@ -143,6 +156,11 @@ def _truthy(x: Any) -> bool:
     return str(x).strip().lower() in ("true", "1", "yes")
 
 
+def window_name(name: str) -> bool:
+    """A name of SWE-agent's windowed tools (other harnesses may use it too: pi's ``edit``)."""
+    return name in WINDOW_COMMANDS
+
+
 def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | None:
     """The canonical call, or None when ``args`` fit neither SWE-agent shape (another tool)."""
     if name not in WINDOW_COMMANDS:
@@ -151,8 +169,9 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
         return _text_call(name, str(args.get("args", "") or "").strip(), str(args.get("body", "") or ""), turn)
     if name == "edit":
         if _matches(args, EDIT_SEARCH):
+            flag = args.get("replace-all", args.get("replace_all"))
             return WindowCall(name, search=str(args["search"]), replace=str(args["replace"] or ""),
-                              replace_all=_truthy(args.get("replace_all", False)))
+                              replace_all=_truthy(flag) if flag is not None else False)
         if _matches(args, EDIT_LINES):
             return WindowCall(name, start=_int(args["start_line"], turn), end=_int(args["end_line"], turn),
                               body=str(args["replacement_text"] or ""))
@@ -297,6 +316,16 @@ def _then(obs: str, win: Window) -> str:
     return f"{printer} && {tail}" if tail else printer
 
 
+def _replace_all(call: WindowCall, obs: str) -> int | None:
+    """None for the window replace; else the replace-all branch, with the number of occurrences
+    its result reported (0: not reported)."""
+    if m := _REPLACED_ALL.match(obs):
+        return int(m.group(1))
+    if _REPLACED_ONE.match(obs) or not call.replace_all:
+        return None
+    return 0
+
+
 def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Result, str]:
     reject = _rejection(obs, turn, state)
     win = find_window(obs)  # the edited window, or the "would have looked" one of a rejection
@@ -316,9 +345,9 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
         assert call.start is not None and call.end is not None
         cmd = line_edit_command(path, call.start, call.end, call.body.removesuffix("\n"), ok, then=then,
                                 reject_message=reject)
-    elif call.replace_all:
+    elif (every := _replace_all(call, obs)) is not None:
         cmd = replace_command(path, [(call.search, call.replace, True)], ok, fail_message=fail, then=then,
-                              reject_message=reject)
+                              reject_message=reject, count=every or None)
     else:
         shown = state.shown
         if shown is None or not _same_file(shown.path, path):

@@ -40,9 +40,16 @@ from typing import Any
 
 from pipeline.convert import edits
 from pipeline.convert.render import SUBMIT_COMMAND
-from pipeline.convert.sweagent_window import RemovedTurn, WindowState, convert_window, window_call
+from pipeline.convert.sweagent_window import (
+    RemovedTurn,
+    WindowState,
+    convert_window,
+    window_call,
+    window_name,
+)
 from pipeline.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
+from pipeline.parsers.sweagent import REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
@@ -422,10 +429,55 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     return Action("run", f"git apply <<'{delim}'{' && ' + printer if printer else ''}\n{body}\n{delim}", obs, 0)
 
 
+# ---------------------------------------------------------------- SWE-agent review-on-submit
+
+_REVIEW_DIFF = re.compile(r"<diff>\n")
+
+
+def _review(obs: str, state: ToolState) -> Action:
+    """SWE-agent's review stage of ``submit`` (``review_on_submit_m``): it ran ``git add -A && git
+    diff --cached`` and printed its review message with that diff between ``<diff>`` and
+    ``</diff>``; the run went on. The command does the same: the message's text around the diff is
+    printed, the diff comes from git. A message without a diff is printed as it is. The final
+    newline ``print`` wrote (which SWE-agent 1.x strips) is printed too."""
+    if not obs.endswith("\n"):
+        obs += "\n"
+        state.counters["convert/sweagent_newline_restored"] += 1
+    m = _REVIEW_DIFF.search(obs)
+    end = obs.rfind("\n</diff>")
+    if m is None or end < m.end():
+        return Action("run", edits.print_command(obs) or "true", obs, 0)
+    head, tail = obs[: m.end()], obs[end:]  # the diff between them ends with git's own newline
+    parts = [edits.print_command(head), "git add -A", "git diff --cached", edits.print_command(tail)]
+    return Action("run", " && ".join(p for p in parts if p), obs, 0)
+
+
 # ---------------------------------------------------------------- dispatch
 
 CLAUDE_TOOLS = frozenset({"Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "LS"})
 PI_TOOLS = frozenset({"read", "write", "edit"})
+
+# The arguments each file tool cannot do without, as (alternative names) per role. A call lacking
+# one is not a call these converters understand: ``convert/bad_tool_args``, never an edit or a
+# write with an empty path or text standing in for a value the harness spelled differently.
+_PATH = ("path", "file_path", "filename")
+_CONTENT = ("content", "file_text", "text")
+_OLD = ("old_string", "old_str", "oldText", "old_text")
+_NEW = ("new_string", "new_str", "newText", "new_text")
+_EDITOR_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "view": (("path",),), "create": (("path",), ("file_text", "content")), "str_replace": (("path",), ("old_str",)),
+    "insert": (("path",), ("insert_line",), ("new_str",)), "undo_edit": (("path",),)}
+_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Read": (_PATH,), "Write": (_PATH, ("content",)), "Edit": (_PATH, ("old_string",), ("new_string",)),
+    "MultiEdit": (_PATH, ("edits",)), "read": (_PATH,), "write": (_PATH, _CONTENT), "edit": (_PATH, _OLD, _NEW),
+    **{n: (_PATH,) for n in READ_TOOLS}, **{n: (_PATH, _CONTENT) for n in WRITE_TOOLS},
+    **{n: (_PATH, _NEW) for n in REPLACE_TOOLS}}
+
+
+def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
+    for names in needs:
+        if all(args.get(n) is None for n in names):
+            raise ConvertError("bad_tool_args", f"turn {turn}: {tool}({', '.join(sorted(args))}) without {names[0]}")
 
 
 def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
@@ -440,6 +492,8 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
         return convert_bash(args, obs, rc, turn, state)
+    if name == REVIEW_TOOL:
+        return _review(obs, state)
     if name in THINK_TOOLS:
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
@@ -447,7 +501,10 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
+        _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
+    if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
+        _require(name, args, _NEEDS[name], turn)
     if name in CLAUDE_TOOLS:
         return convert_claude(name, args, obs, rc, turn)
     if name in READ_TOOLS:
@@ -481,6 +538,9 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         old = _s(args, "oldText", "old_str", "old_string", default="") or ""
         new = _s(args, "newText", "new_str", "new_string", default="") or ""
         return _edit_action(path, [(old, new, False)], obs, rc)
+    if window_name(name):
+        # SWE-agent's tool name with arguments none of its signatures has
+        raise ConvertError("bad_tool_args", f"turn {turn}: {name}({', '.join(sorted(args))})")
     raise ConvertError("unknown_tool", name)
 
 

@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from contextlib import contextmanager
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from pipeline.config import DedupParams
-from pipeline.dedup.minhash import Pool, Workspace, fmix64, permutations, sign_block
+from pipeline.dedup.minhash import fmix64, permutations, sign_block
 from pipeline.textbytes import utf8_buffers
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
@@ -122,6 +124,37 @@ _NUM_HASH = np.uint64(token_hash(b"NUM"))
 _BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)
 
 
+class _Sized(Protocol):
+    cap: int
+
+
+_W = TypeVar("_W", bound=_Sized)
+
+
+class Pool(Generic[_W]):
+    """A few workspaces kept between calls (one per thread in flight), so repeated calls on
+    small batches do not pay for fresh buffers and their page faults every time."""
+
+    def __init__(self, make: Callable[[int], _W], keep: int = 2) -> None:
+        self._make, self._keep = make, keep
+        self._free: list[_W] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def borrow(self, cap: int) -> Iterator[_W]:
+        with self._lock:
+            ws = next((w for w in self._free if w.cap >= cap), None)
+            if ws is not None:
+                self._free.remove(ws)
+        ws = ws if ws is not None else self._make(cap)
+        try:
+            yield ws
+        finally:
+            with self._lock:
+                self._free.append(ws)
+                del self._free[: -self._keep]
+
+
 class _Workspace:
     """Reusable per-thread buffers for :func:`_tokenise_bytes`. Fresh multi-MB temporaries per
     work unit cost more in page faults than the arithmetic itself (measured ~2x on this VM)."""
@@ -134,7 +167,6 @@ class _Workspace:
         self.b = [np.empty(cap, dtype=bool) for _ in range(5)]
         self.i32a = np.empty(cap + 1, dtype=np.int32)
         self.i32b = np.empty(cap + 1, dtype=np.int32)
-        self.sig: Workspace | None = None  # for sign_block, sized on first use
 
 
 _POOL: Pool[_Workspace] = Pool(_Workspace)
@@ -302,8 +334,7 @@ def minhash_signatures(streams: pl.Series, params: DedupParams, threads: int | N
     def unit(d: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], space: _Workspace, r0: int, r1: int) -> None:
         th, counts = _tokenise_bytes(d, bounds, space)
         hashes, sh_off = shingles_from_flat(th, counts, params.shingle)
-        space.sig = (space.sig or Workspace(hashes.shape[0])).fit(hashes.shape[0])
-        sign_block(hashes, np.diff(sh_off), a, b, out[r0:r1], space.sig)
+        sign_block(hashes, np.diff(sh_off), a, b, out[r0:r1])
 
     _map_units(streams, threads, unit)
     return out

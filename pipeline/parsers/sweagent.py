@@ -39,6 +39,9 @@ SPECIAL_COMMANDS = frozenset({
     "exit_forfeit", "exit_cost", "exit_context", "exit_api", "exit_format",
 })
 CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
+# A ``submit`` that did not end the run: SWE-agent's review-on-submit stage (``review_on_submit_m``
+# prints a review checklist with the staged diff and waits for a second submit).
+REVIEW_TOOL = "submit_review"
 
 
 def text_action(action: str) -> ToolCall | Bash:
@@ -144,13 +147,67 @@ def parse_sweagent(raw: RawRun) -> Episode:
             if cm:
                 root = cm.group(1).rstrip("/")
                 break
+    info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
     if any(m.tool_calls for m in hist):
-        return restore_pty_newlines(messages_episode(hist, root_hint=root, **common))
-    counters: Counter[str] = Counter()
-    # Without a trajectory, each history assistant message carries ``action`` and ``thought``.
-    steps = _trajectory_steps(traj, counters) if traj else _history_text_steps(rec, counters)
-    return restore_pty_newlines(make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
-                                             counters=counters, root_hint=root, **common))
+        ep = messages_episode(hist, root_hint=root, **common)
+        _trajectory_submit(ep, traj)
+    else:
+        counters: Counter[str] = Counter()
+        # Without a trajectory, each history assistant message carries ``action`` and ``thought``.
+        steps = _trajectory_steps(traj, counters) if traj else _history_text_steps(rec, counters)
+        ep = make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
+                          counters=counters, root_hint=root, **common)
+    settle_submits(ep, opt_str(info.get("submission")))
+    return restore_pty_newlines(ep)
+
+
+def submit_argument(call: ToolCall | Bash) -> str | None:
+    """None when ``call`` is not SWE-agent's ``submit``; else its argument text, "" for the patch
+    submit (``submit`` takes no argument in the SWE bundles; CTF bundles submit a flag)."""
+    if isinstance(call, Bash):
+        return "" if call.command.strip() == "submit" else None
+    if call.name != "submit":
+        return None
+    if set(call.args) <= {"args", "body"}:
+        return (str(call.args.get("args") or "") + str(call.args.get("body") or "")).strip()
+    return orjson.dumps(call.args).decode() if call.args else ""
+
+
+def settle_submits(ep: Episode, submission: str | None = None) -> None:
+    """The run ends at its last real submit (SWE-agent ends a run when a submit submits).
+
+    A patch submit followed by more steps was a review stage: its call becomes ``REVIEW_TOOL``
+    (``parse/sweagent_review_submit``). The final submit's observation is the submitted patch:
+    the recorded one, else the record's ``info.submission`` (``parse/submission_from_info``)
+    when the step printed something else (``Exited (autosubmitted)``) or nothing.
+    """
+    steps = ep.steps
+    for st in steps[:-1]:
+        if submit_argument(st.call) == "":
+            st.call = ToolCall(REVIEW_TOOL, {}, st.call.call_id if isinstance(st.call, ToolCall) else None)
+            ep.counters["parse/sweagent_review_submit"] += 1
+    last = steps[-1] if steps else None
+    ep.meta.submitted = last is not None and submit_argument(last.call) == ""
+    if last is None or not ep.meta.submitted or not submission or not submission.strip():
+        return
+    if not last.observation.lstrip("\r\n").startswith("diff "):
+        last.observation = submission
+        ep.counters["parse/submission_from_info"] += 1
+
+
+def _trajectory_submit(ep: Episode, traj: list[Any]) -> None:
+    """A submit present only in ``trajectory`` (the saved history was cut before it) is kept:
+    appended when the history's last step is not a submit and the trajectory's last step is."""
+    if not traj or not ep.steps or submit_argument(ep.steps[-1].call) == "":
+        return
+    st = traj[-1]
+    if not isinstance(st, dict) or not isinstance(st.get("action"), str) or st["action"].strip() != "submit":
+        return
+    obs, rc = clean_observation(text_of(st.get("observation"), "trajectory[-1].observation"), ep.counters)
+    thought = st.get("thought")
+    ep.steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
+                         call=ToolCall("submit", {}), observation=obs, returncode=rc))
+    ep.counters["parse/trajectory_submit_recovered"] += 1
 
 
 def _history_text_steps(rec: dict[str, Any], counters: Counter[str]) -> list[Step]:

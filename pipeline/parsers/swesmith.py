@@ -17,6 +17,7 @@ from pipeline.parsers.common import (
     restore_pty_newlines,
     row_task_messages,
 )
+from pipeline.parsers.sweagent import settle_submits
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
 
@@ -26,7 +27,7 @@ def parse_swesmith(raw: RawRun) -> Episode:
     instance_id, msgs = row_task_messages(row)
     user = first_user_text(msgs)
     # SWE-smith runs were recorded by SWE-agent through a pty
-    return restore_pty_newlines(messages_episode(
+    ep = messages_episode(
         msgs,
         bare_fence=True,
         dialect=lambda d: _STYLE.get(d, d),
@@ -43,4 +44,6 @@ def parse_swesmith(raw: RawRun) -> Episode:
         resolved=resolved_from(row.get("resolved")),
         fold_group=None,
         epoch=raw.epoch,
-    ))
+    )
+    settle_submits(ep)  # SWE-agent's review-on-submit: the run ends at its last submit
+    return restore_pty_newlines(ep)
