@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.convert.render import SENTINELS, parse_actions, render_observation, submission_of
-from pipeline.stages.leaks import split_command
+from pipeline.shell import split_command
 
 TESTBED = "/testbed"
 TIMEOUT_S = 60  # mini-swe-agent extra/swebench.yaml environment.timeout

@@ -36,7 +36,7 @@ def run_convert(files: list[Path], out: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def lines(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    samples = sorted(p for p in REAL.iterdir() if p.suffix != ".md")
+    samples = sorted(p for p in REAL.iterdir() if p.is_file() and p.suffix != ".md")
     assert {p.name for p in samples} == set(EXPECTED_FORMAT)
     return run_convert(samples, tmp_path_factory.mktemp("cli") / "out.jsonl")
 
