@@ -64,8 +64,9 @@ def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[
                     d = res.dropped.row(0, named=True)
                     rec.update(outcome=f"{d['stage']}/{d['reason']}", detail=d["detail"])
                     break
-                rec["attempts"] = ",".join(sorted(k.split("/", 1)[1] for k in res.counters
-                                                  if k.startswith("solution_leak_attempt/")))
+                if stage.name == "solution_leak":
+                    rec["attempts"] = ",".join(sorted(k.split("/", 1)[1] for k in res.counters
+                                                      if k.startswith("solution_leak_attempt/")))
             records.append(rec)
             totals["converted"] += 1
     return records, totals
