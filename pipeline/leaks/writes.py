@@ -20,8 +20,9 @@ as for the final diff: each line seen *with its context* (its neighbours in the 
 ``OWN_CONTEXT`` on one side, as consecutive lines of the observation's post-image), a block counting when
 ``OWN_DIFF_CONTAINMENT`` of its lines are seen, the write confirmed when seen blocks hold that share of its
 introduced lines. An edit that carries no unchanged line takes its neighbours from where the run had
-printed the old text (``cat -n`` before ``str_replace``); a lone line without neighbours never confirms. Lines the run had already printed
-or typed before the attempt are the checkout's or its own, never delivered by the attempt.
+printed the old text (``cat -n`` before ``str_replace``; when that text is printed several times, the
+latest print); a lone line without neighbours never confirms. Lines the run had already printed or typed
+before the attempt are the checkout's or its own, never delivered by the attempt.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
 from pipeline.leaks.text import OWN_CONTEXT, distinctive, has_run, norm_line, obs_lines
 from pipeline.shell import Segment, split_command
 
-OWN_DIFF_CONTAINMENT = 0.8
 _PY = re.compile(r"^python[0-9.]*$")
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>)(.*)$")
 _SED_INPLACE = re.compile(r"^(?:-i\S*|--in-place\S*|-[a-hj-zA-Z]*i\S*)$")
