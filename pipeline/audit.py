@@ -17,6 +17,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.leaks.solution import explain_detail
 from pipeline.state import State
 from schemas.run import DROPS, empty
 
@@ -268,10 +269,12 @@ def explain(workdir: Path, query: str) -> dict[str, Any]:
     if drops.height:
         entries = drops.to_dicts()
         first = entries[0]
+        evidence = explain_detail(first["detail"] or "") if first["stage"] == "solution_leak" else None
         return {"source_uid": source_uid,
                 "fate": "quarantined" if first["stage"] == "quarantine" else "dropped",
                 "stage": first["stage"], "reason": first["reason"], "evidence": first["detail"],
-                "epoch": first["epoch"], "dataset": first["dataset"] or None, "entries": entries}
+                "epoch": first["epoch"], "dataset": first["dataset"] or None, "entries": entries,
+                **({"solution_leak": evidence} if evidence else {})}
     return {"source_uid": source_uid, "fate": "unknown"}
 
 

@@ -44,7 +44,7 @@ def test_audit_shows_drops_per_input_format(tmp_path: Path) -> None:
 
 
 def test_convert_summarises_each_format(tmp_path: Path) -> None:
-    files = sorted(f for f in REAL.iterdir() if f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
+    files = sorted(f for f in REAL.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
     result = convert_files(files, tmp_path / "out.jsonl")
     tally, n_ok, n_drop = result.by_format, result.converted, result.dropped
     lines = [orjson.loads(x) for x in (tmp_path / "out.jsonl").read_bytes().splitlines()]
