@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -56,9 +57,10 @@ def run(
     from pipeline.config import Config
     from pipeline.ledger import InvariantError
     from pipeline.progress import Reporter
+    from pipeline.publish.publisher import PublishRefused
     from pipeline.runner import NoBenchmarks, run_pipeline
     from pipeline.sources.affine import ManifestError
-    from pipeline.state import WorkdirLocked
+    from pipeline.state import StateDamaged, WorkdirLocked
 
     try:
         cfg = Config.load(config, affine=affine or None, swelego=swelego or None, catalog=catalog,
@@ -72,8 +74,11 @@ def run(
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
     except (NoBenchmarks, WorkdirLocked, ManifestError, FileNotFoundError) as exc:
         _fail(str(exc))
-    except InvariantError as exc:
+    except (InvariantError, StateDamaged, PublishRefused) as exc:
         _fail(str(exc), code=3)
+    except OSError as exc:  # disk full, permissions: the state is as the last whole run left it
+        _fail(f"{exc.strerror or exc} ({exc.filename or 'work dir'}); nothing was committed: free space or "
+              "fix the cause, then rerun the same command")
     inv = summary.stats["invariant"]
     err.print(f"units: {summary.units_total} listed, {summary.units_new} new, "
               f"{summary.units_processed} processed")
@@ -81,6 +86,8 @@ def run(
               f"+ quarantined {inv['quarantined']}")
     for ds in summary.datasets:
         err.print(f"  wrote {Path(cfg.workdir) / 'publish' / ds}")
+    for line in summary.deferred:
+        err.print(f"[yellow]not fetched, retried by the next run:[/] {line}")
 
 
 @app.command()
@@ -93,21 +100,33 @@ def publish(
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
 ) -> None:
     """Send the dataset trees of a finished run to a folder or the Hub."""
-    from pipeline.publish.publisher import check_publishable, publish_to_dir, publish_to_hub
+    from pipeline.publish.publisher import PublishRefused, check_publishable
+    from pipeline.state import WorkdirLocked, workdir_lock
 
     stats_path = workdir / "ledger" / "stats.json"
     if not stats_path.exists():
         _fail(f"{stats_path} not found: run `trajpipe run` first")
-    try:
-        check_publishable(orjson.loads(stats_path.read_bytes()))
-    except Exception as exc:
-        _fail(f"refusing to publish: {exc}", code=3)
-    src = workdir / "publish"
+    # the shared lock: no run can switch or rewrite the build while it is verified and sent
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(workdir_lock(workdir, shared=True))
+            check_publishable(orjson.loads(stats_path.read_bytes()))
+        except (WorkdirLocked, PublishRefused, ValueError, OSError) as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
+        _publish_locked(workdir / "publish", to, hub, dry_run, private, create_pr)
+
+
+def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, private: bool,
+                    create_pr: bool) -> None:
+    from pipeline.publish.publisher import PublishRefused, publish_to_dir, publish_to_hub
+
     if hub:
         from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
         try:
             plans = publish_to_hub(src, hub, dry_run=dry_run, private=private, create_pr=create_pr)
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
         except (HfHubHTTPError, OfflineModeIsEnabled, OSError) as exc:
             _fail(f"the Hub refused or could not be reached: {str(exc).splitlines()[0]}")
         for plan in plans:
@@ -118,7 +137,11 @@ def publish(
         if dry_run:
             err.print(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
             return
-        for ds in publish_to_dir(src, to):
+        try:
+            copied = publish_to_dir(src, to)
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
+        for ds in copied:
             err.print(f"copied {ds} → {to / ds}")
 
 

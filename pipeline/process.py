@@ -189,6 +189,10 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     if pending and verdict.ok:
         flush()
     pending.clear()
+    if verdict.retry:  # not fetched: nothing is decided or cached; the next run fetches it again
+        writer.discard()
+        return {"unit": unit.state_key, "key": unit.key, "url": unit.url, "deferred": verdict.detail,
+                "seconds": dict(seconds)}
     if not verdict.ok:
         # a shard that fails verification: nothing in it is trusted, its runs are quarantined
         writer.discard()
