@@ -199,6 +199,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
+    from pipeline.stages.scrub import scrub_ledger
     from pipeline.stages.traj_dedup import traj_dedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
@@ -212,8 +213,15 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
         ingested[f"|{epoch_key(ep)}"] += 1
     drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
     drops.append(refused)
-    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS) for p in kept_paths], how="vertical")
-            if kept_paths else None)
+    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
+                       for i, p in enumerate(kept_paths)], how="vertical") if kept_paths else None)
+    excluded: dict[int, list[str]] = {}
+    if keys is not None and keys.height:
+        keys, taken = _taken_uids(state, keys)
+        drops.append(taken.drop("__part"))
+        for i, uids in taken.group_by("__part").agg("source_uid").iter_rows():
+            excluded[i] = uids
+        keys = keys.drop("__part")
     admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
@@ -222,20 +230,39 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
             drops.append(res.dropped)
             counters.update(res.counters)
         advance()
-    ledger = pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")
+    ledger = sorted_drops(scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")))
+    drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
     def admitted_rows() -> Iterator[pl.DataFrame]:
-        for p in kept_paths:
+        for i, p in enumerate(kept_paths):
             part = pl.read_parquet(p)
             if admitted is not None and part.height:
-                yield part.filter(pl.col("source_uid").is_in(admitted)).sort("source_uid")
+                yield part.filter(pl.col("source_uid").is_in(admitted)
+                                  & ~pl.col("source_uid").is_in(excluded.get(i, []))).sort("source_uid")
 
     seq = state.next_seq()
-    files = state.write_parts(seq, admitted_rows(), sorted_drops(ledger))
+    files = state.write_parts(seq, admitted_rows(), ledger)
     return PendingCommit(seq, [u.state_key for u in new], files,
                          {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
                           "signature_scheme": signature_scheme(config),
                           "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
+
+
+def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split new runs whose ``source_uid`` is already taken (published by an earlier run, or carried
+    by an earlier input of this run: a shard re-published under its key with new content, two
+    inputs with one name) from the rest. They are dropped as ``traj_dedup/duplicate_uid``, so a uid names
+    exactly one published run."""
+    held = state.published(columns=["source_uid"])
+    earlier = pl.col("source_uid").is_in(held.get_column("source_uid") if held is not None else [])
+    repeat = pl.int_range(pl.len()).over("source_uid") > 0
+    marked = keys.with_columns(earlier.alias("__earlier"), repeat.alias("__repeat"))
+    bad = pl.col("__earlier") | pl.col("__repeat")
+    taken = marked.filter(bad).select(
+        "source_uid", "epoch", "dataset", pl.lit("traj_dedup").alias("stage"), pl.lit("duplicate_uid").alias("reason"),
+        pl.when(pl.col("__earlier")).then(pl.lit("source_uid already published by an earlier run"))
+        .otherwise(pl.lit("source_uid carried by another input of this run")).alias("detail"), "__part")
+    return marked.filter(~bad).drop("__earlier", "__repeat"), taken
 
 
 def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,

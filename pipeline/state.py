@@ -128,10 +128,50 @@ class UnitWriter:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob(".kept.parquet.*.tmp"):  # left by a killed worker (we hold the lock)
+        for stale in [*directory.glob(".kept.parquet.*.tmp"), *directory.glob(".drops-*.tmp")]:  # left by a
+            # killed worker (the run holds the lock)
             stale.unlink(missing_ok=True)
         self._tmp = directory / f".kept.parquet.{os.getpid()}.tmp"
         self._writer: pq.ParquetWriter | None = None
+        # drops stream to disk as they come (a chunk of a million bad lines holds none of them):
+        # "q" line-level quarantine entries (always kept), "d" stage drops (discarded with the rows)
+        self._drops: dict[str, tuple[Path, pq.ParquetWriter]] = {}
+        self.drop_counts: dict[str, int] = {"q": 0, "d": 0}
+
+    def write_drops(self, kind: str, frame: pl.DataFrame) -> None:
+        if not frame.height:
+            return
+        table = frame.to_arrow()
+        if kind not in self._drops:
+            path = self.dir / f".drops-{kind}.parquet.{os.getpid()}.tmp"
+            self._drops[kind] = (path, pq.ParquetWriter(path, table.schema, compression="zstd"))
+        _, writer = self._drops[kind]
+        writer.write_table(table.cast(writer.schema))
+        self.drop_counts[kind] += frame.height
+
+    def discard_drops(self, kind: str) -> None:
+        if kind in self._drops:
+            path, writer = self._drops.pop(kind)
+            writer.close()
+            path.unlink(missing_ok=True)
+        self.drop_counts[kind] = 0
+
+    def _finish_drops(self, empty_drops: pl.DataFrame) -> None:
+        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time."""
+        for _, writer in self._drops.values():
+            writer.close()
+        schema = empty_drops.to_arrow().schema
+        with atomic_path(self.dir / "drops.parquet") as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+            for kind in ("q", "d"):
+                if kind in self._drops:
+                    src = pq.ParquetFile(self._drops[kind][0])
+                    for g in range(src.num_row_groups):
+                        out.write_table(src.read_row_group(g).cast(schema))
+            if not any(k in self._drops for k in ("q", "d")):
+                out.write_table(schema.empty_table())
+        for path, _ in self._drops.values():
+            path.unlink(missing_ok=True)
+        self._drops.clear()
 
     def write(self, frame: pl.DataFrame) -> None:
         table = frame.to_arrow()
@@ -140,13 +180,14 @@ class UnitWriter:
         self._writer.write_table(table.cast(self._writer.schema))
 
     def discard(self) -> None:
-        """Forget the rows written so far (a shard that failed verification)."""
+        """Forget the rows and stage drops written so far (a shard that failed verification)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         self._tmp.unlink(missing_ok=True)
+        self.discard_drops("d")
 
-    def finish(self, empty_kept: pl.DataFrame, drops: pl.DataFrame, meta: dict[str, Any]) -> None:
+    def finish(self, empty_kept: pl.DataFrame, empty_drops: pl.DataFrame, meta: dict[str, Any]) -> None:
         try:
             if self._writer is None:
                 self.write(empty_kept)
@@ -154,12 +195,14 @@ class UnitWriter:
             self._writer.close()
             os.replace(self._tmp, self.dir / "kept.parquet")
             crashpoint("unit_write")
-            atomic_write_parquet(self.dir / "drops.parquet", drops)
+            self._finish_drops(empty_drops)
             files = {n: file_sha256(self.dir / n) for n in ("kept.parquet", "drops.parquet")}
             atomic_write_json(self.dir / "meta.json", seal_record({**meta, "files": files,
                                                                "state_format": STATE_FORMAT}))  # last
         except BaseException:
             self._tmp.unlink(missing_ok=True)
+            for path, _ in self._drops.values():
+                path.unlink(missing_ok=True)
             raise
 
 
@@ -273,7 +316,8 @@ class State:
         name = f"{seq:06d}"
         atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
         crashpoint("commit_parts")
-        atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
+        with atomic_path(self.root / "ledger" / f"{name}.parquet") as tmp:  # no second copy in memory
+            pq.write_table(drops.to_arrow(), tmp, compression="zstd", write_statistics=True)
         return {rel: file_sha256(self.root / rel) for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")}
 
     def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: dict[str, Any]) -> None:
