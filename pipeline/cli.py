@@ -7,6 +7,7 @@ never in a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -157,10 +158,11 @@ def run(
     from pipeline.config import Config, ConfigError
     from pipeline.ledger import InvariantError
     from pipeline.progress import Reporter
+    from pipeline.publish.publisher import PublishRefused
     from pipeline.runner import NoBenchmarks, run_pipeline
     from pipeline.sources.affine import ManifestError
     from pipeline.sources.swelego import SourceUnavailable
-    from pipeline.state import WorkdirLocked
+    from pipeline.state import StateDamaged, WorkdirLocked
 
     try:
         cfg = Config.load(config, affine=affine or None, affine_base_url=affine_base_url or None,
@@ -177,8 +179,11 @@ def run(
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
     except (NoBenchmarks, WorkdirLocked, ManifestError, SourceUnavailable, FileNotFoundError) as exc:
         _fail(str(exc))
-    except InvariantError as exc:
+    except (InvariantError, StateDamaged, PublishRefused) as exc:
         _fail(str(exc), code=3)
+    except OSError as exc:  # disk full, permissions: the state is as the last whole run left it
+        _fail(f"{exc.strerror or exc} ({exc.filename or 'work dir'}); nothing was committed: free space or "
+              "fix the cause, then rerun the same command")
     finally:
         signal.signal(signal.SIGINT, previous)
     inv = summary.stats["invariant"]
@@ -187,6 +192,8 @@ def run(
          f"+ quarantined {inv['quarantined']}")
     for ds in summary.datasets:
         _say(f"  wrote {Path(cfg.workdir) / 'publish' / ds}")
+    for line in summary.deferred:
+        _say(f"not fetched, retried by the next run: {line}")
     _say(f"`trajpipe audit --workdir {cfg.workdir}` explains every drop")
 
 
@@ -200,7 +207,8 @@ def publish(
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
 ) -> None:
     """Send the dataset trees of a finished run to a folder (--to) or the Hub (--hub)."""
-    from pipeline.publish.publisher import check_publishable, publish_to_dir, publish_to_hub
+    from pipeline.publish.publisher import PublishRefused, check_publishable
+    from pipeline.state import WorkdirLocked, workdir_lock
 
     if to is not None and hub:
         _fail("--to and --hub: give one of them, not both")
@@ -209,11 +217,20 @@ def publish(
     stats_path = workdir / "ledger" / "stats.json"
     if not stats_path.exists():
         _fail(f"{stats_path} not found: run `trajpipe run` first")
-    try:
-        check_publishable(orjson.loads(stats_path.read_bytes()))
-    except Exception as exc:  # noqa: BLE001 - a damaged stats.json is refused like a failed build
-        _fail(f"refusing to publish: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", code=3)
-    src = workdir / "publish"
+    # the shared lock: no run can switch or rewrite the build while it is verified and sent
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(workdir_lock(workdir, shared=True))
+            check_publishable(orjson.loads(stats_path.read_bytes()))
+        except (WorkdirLocked, PublishRefused, ValueError, OSError) as exc:
+            _fail(f"refusing to publish: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", code=3)
+        _publish_locked(workdir / "publish", to, hub, dry_run, private, create_pr)
+
+
+def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, private: bool,
+                    create_pr: bool) -> None:
+    from pipeline.publish.publisher import PublishRefused, publish_to_dir, publish_to_hub
+
     if hub:
         import httpx
         from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
@@ -223,6 +240,8 @@ def publish(
         try:
             check_reachable()
             plans = publish_to_hub(src, hub, dry_run=dry_run, private=private, create_pr=create_pr)
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
         except HubUnreachable as exc:
             _fail(f"the Hub could not be reached: {exc}")
         except (HfHubHTTPError, OfflineModeIsEnabled, httpx.HTTPError, OSError) as exc:
@@ -235,7 +254,11 @@ def publish(
         if dry_run:
             _say(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
             return
-        for ds in publish_to_dir(src, to):
+        try:
+            copied = publish_to_dir(src, to)
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
+        for ds in copied:
             _say(f"copied {ds} → {to / ds}")
 
 

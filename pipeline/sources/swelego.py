@@ -181,7 +181,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     prefix = f"{unit.dataset_label}:{unit.key}#row="
     try:
         if unit.key.endswith(".parquet"):
-            rows = _parquet_rows(unit.location, unit.row_groups, unit.first_row)
+            rows = _parquet_rows(unit.location, unit.row_groups, unit.first_row, limits.max_record_bytes)
         else:
             rows = _jsonl_rows(unit.location, limits)
         for n, item in rows:
@@ -196,22 +196,56 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None,
-                  first_row: int = 0) -> Iterator[tuple[int, dict | str]]:
+def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_row: int = 0,
+                  max_record_bytes: int = 64 * 2**20) -> Iterator[tuple[int, dict | str]]:
+    """Rows of a Parquet file as dicts; a row whose decoded size is over ``max_record_bytes`` is a
+    ``record_too_large`` problem and is never turned into Python objects. Batches are sized from
+    the row groups' uncompressed sizes, so a file of a few huge rows is read a row at a time."""
     with _parquet_file(path) as pf:
-        n = first_row
-        groups = range(*row_groups) if row_groups else None
-        for batch in pf.iter_batches(batch_size=256, row_groups=groups):
-            for row in batch.to_pylist():
-                yield n, row
+        yield from _parquet_batches(pf, row_groups, first_row, max_record_bytes)
+
+
+def _parquet_batches(pf: pq.ParquetFile, row_groups: tuple[int, int] | None, first_row: int,
+                     max_record_bytes: int) -> Iterator[tuple[int, dict | str]]:
+    n = first_row
+    groups = list(range(*row_groups)) if row_groups else list(range(pf.metadata.num_row_groups))
+    for g in groups:
+        rg = pf.metadata.row_group(g)
+        per_row = rg.total_byte_size / max(1, rg.num_rows)
+        batch_size = int(max(1, min(256, (max_record_bytes // 4) // max(1.0, per_row))))
+        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[g]):
+            if batch.nbytes > max_record_bytes:  # look at each row's size before decoding it
+                for i in range(batch.num_rows):
+                    row = batch.slice(i, 1)
+                    if row.nbytes > max_record_bytes:
+                        yield n, f"record_too_large: over {max_record_bytes} bytes"
+                    else:
+                        yield n, row.to_pylist()[0]
+                    n += 1
+                continue
+            for item in batch.to_pylist():
+                yield n, item
                 n += 1
 
 
 def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
+    """Lines of a JSONL file; an over-long line is skipped in blocks (never held whole) and blank
+    lines cost nothing."""
     with _open(path) as fh:
-        for n, line in enumerate(fh):
-            if len(line) > limits.max_record_bytes:
+        n = -1
+        while True:
+            line = fh.readline(limits.max_record_bytes + 1)
+            if not line:
+                break
+            n += 1
+            if len(line) > limits.max_record_bytes and not line.endswith(b"\n"):
+                while True:  # drop the rest of the line
+                    rest = fh.readline(1 << 20)
+                    if not rest or rest.endswith(b"\n"):
+                        break
                 yield n, f"record_too_large: over {limits.max_record_bytes} bytes"
+                continue
+            if not line.strip():
                 continue
             try:
                 obj = orjson.loads(line)
