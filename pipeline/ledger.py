@@ -12,10 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.stages import STAGE_ORDER
 from schemas.run import DROPS, empty
-
-STAGE_ORDER = ["quarantine", "parse", "convert", "task_dedup", "solution_leak", "benchmark_leak",
-               "scrub", "validate", "traj_dedup"]
 
 
 class InvariantError(RuntimeError):

@@ -183,7 +183,8 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
-    from pipeline.stages.traj_dedup import traj_dedup
+    from pipeline.context import Context
+    from pipeline.stages.traj_dedup import TrajDedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
     kept_paths = [state.cache_dir(u.state_key, chash) / "kept.parquet" for u in new]
@@ -201,7 +202,8 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
     admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            res = traj_dedup(keys.sort("source_uid"), held_runs(state, config), config.dedup)
+            step = TrajDedup(Context(config, benchmarks=None, catalog_tasks=None), held_runs(state, config))
+            res = step(keys.sort("source_uid"))
             admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
             counters.update(res.counters)

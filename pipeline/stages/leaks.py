@@ -581,11 +581,12 @@ def _prefilters(batch: pl.DataFrame) -> pl.DataFrame:
 
 class SolutionLeak(Stage):
     name = "solution_leak"
+    reasons = ("git_history", "foreign_object", "bug_patch", "network_fetch", "package_fetch", "site_packages")
+    namespaces = ("solution_leak_attempt",)  # attempted, unconfirmed, kept
+    corpus_level = True
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
-        if batch.height == 0:
-            return StageOutput(batch, empty(DROPS), counters)
         flags = _prefilters(batch)
         # A run none of whose commands can be classified has neither a leak nor an attempt.
         cand = _pre_mask(batch, _PRE) & flags["maybe"].list.any().fill_null(False)
@@ -804,6 +805,8 @@ class BatchLines:
 
 class BenchmarkLeak(Stage):
     name = "benchmark_leak"
+    reasons = ("gold_patch", "problem_statement", "instance_id")
+    corpus_level = True
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -869,12 +872,10 @@ class BenchmarkLeak(Stage):
             outputs=pl.col("outputs").list.join("\n").fill_null(""),
         )
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
-        if batch.height == 0:
-            return StageOutput(batch, empty(DROPS), counters)
         if not self.enabled:
-            counters["benchmark_leak/skipped"] += batch.height
+            counters["skipped"] += batch.height
             return StageOutput(batch, empty(DROPS), counters)
         t = self._texts(batch)
         lines = BatchLines.of(t)

@@ -136,8 +136,10 @@ def maybe_roots_in(messages: pl.Expr) -> pl.Expr:
 
 class Validate(Stage):
     name = "validate"
+    reasons = ("roles", "templates", "action_count", "action_mismatch", "observation_shape", "shape", "submit",
+               "residue", "foreign_root", "step_limit")
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         limit = self.ctx.config.limits.step_limit
         reasons: list[str] = []
         details: list[str] = []
