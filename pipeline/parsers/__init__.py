@@ -30,8 +30,15 @@ PARSERS: dict[str, Callable[[RawRun], Episode]] = {
 __all__ = ["PARSERS", "ParseError", "parse_raw"]
 
 
+# What reading a malformed payload raises (a wrong type, a missing key, a bad value): the
+# record's shape, not the parser, is at fault. Anything else escaping a parser is a parser bug:
+# it reaches the parse step's boundary and is recorded as ``parse/crash`` with its traceback.
+SHAPE_ERRORS: tuple[type[Exception], ...] = (TypeError, KeyError, IndexError, AttributeError, ValueError,
+                                            OverflowError)
+
+
 def parse_raw(raw: RawRun) -> Episode:
-    """The Episode of one raw run; raises ``ParseError(reason, detail)`` and nothing else."""
+    """The Episode of one raw run; a malformed record raises ``ParseError(reason, detail)``."""
     parser = PARSERS.get(raw.kind) if isinstance(raw.kind, str) else None
     if parser is None:
         raise ParseError("unknown_kind", f"{raw.source_uid}: kind {raw.kind!r}")
@@ -45,5 +52,5 @@ def parse_raw(raw: RawRun) -> Episode:
         raise ParseError("bad_shape", f"{raw.source_uid}: structure nested too deeply") from None
     except MemoryError:
         raise ParseError("record_too_large", f"{raw.source_uid}: out of memory while parsing") from None
-    except Exception as e:  # noqa: BLE001 - the contract: hostile input never escapes as anything else
+    except SHAPE_ERRORS as e:
         raise ParseError("bad_shape", f"{raw.source_uid}: {type(e).__name__}: {str(e)[:200]}") from None
