@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json
+from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, fsync_replace
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -127,7 +127,7 @@ class UnitWriter:
             self.write(empty_kept)
         assert self._writer is not None
         self._writer.close()
-        os.replace(self._tmp, self.dir / "kept.parquet")
+        fsync_replace(self._tmp, self.dir / "kept.parquet")
         crashpoint("unit_write")
         atomic_write_parquet(self.dir / "drops.parquet", drops)
         atomic_write_json(self.dir / "meta.json", meta)  # completion marker: last

@@ -32,18 +32,20 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.config import DedupParams
-from pipeline.dedup.minhash import Pool, Workspace, fmix64, permutations, sign_block
+from pipeline.dedup.minhash import Pool, Workspace, permutations, sign_block
+from pipeline.hashing import GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
+from schemas.miniswe import ACTION_REGEX_POLARS
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
-BASH_FENCE = r"```bash\s*\n(?s:(.*?))\n```"
+BASH_FENCE = ACTION_REGEX_POLARS
 
 # A stored signature must be recomputed (not compared) when this scheme string differs.
 # v3: tokens are hashed from their UTF-8 bytes (polynomial + fmix64), not by polars' hash.
 SIGNATURE_SCHEME = "affine32-fmix32/word{shingle}/bytepoly64/v3"
 
-_SHINGLE_MUL = 0x9E3779B97F4A7C15  # odd: multiplying by its powers is a bijection mod 2^64
-_TOKEN_MUL = 0xC2B2AE3D27D4EB4F  # folds the 8-byte words of a long token
-_LEN_MUL = 0x165667B19E3779F9
+_SHINGLE_MUL = GOLDEN64  # odd: multiplying by its powers is a bijection mod 2^64
+_TOKEN_MUL = XXH_PRIME64_2  # folds the 8-byte words of a long token
+_LEN_MUL = XXH_PRIME64_3
 _M64 = (1 << 64) - 1
 
 # Masks, one regex pass each. ASCII word boundaries (?-u:\b) keep the regex engine on its fast

@@ -25,6 +25,8 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.hashing import MURMUR32_C1, MURMUR32_C2
+
 MAX_HASH = np.uint32(0xFFFFFFFF)  # datasketch's "empty" value (no shingle seen)
 
 # Shingles per work chunk: uint32 temporaries of this size stay inside L2.
@@ -40,24 +42,6 @@ def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.
     a.setflags(write=False)
     b.setflags(write=False)
     return a, b
-
-
-def fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """MurmurHash3's 64-bit finalizer (wrapping arithmetic is the intended mod 2^64)."""
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
-
-
-def fmix32(h: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """MurmurHash3 finalizer on uint32 (wrapping arithmetic is the intended mod 2^32)."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
 
 
 class Workspace:
@@ -118,10 +102,10 @@ def _fmix32_into(h: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32], tmp: np
     """:func:`fmix32` without temporaries."""
     np.right_shift(h, 16, out=tmp)
     np.bitwise_xor(h, tmp, out=out)
-    np.multiply(out, np.uint32(0x85EBCA6B), out=out)
+    np.multiply(out, np.uint32(MURMUR32_C1), out=out)
     np.right_shift(out, 13, out=tmp)
     np.bitwise_xor(out, tmp, out=out)
-    np.multiply(out, np.uint32(0xC2B2AE35), out=out)
+    np.multiply(out, np.uint32(MURMUR32_C2), out=out)
     np.right_shift(out, 16, out=tmp)
     np.bitwise_xor(out, tmp, out=out)
 

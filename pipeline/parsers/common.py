@@ -21,8 +21,9 @@ from pipeline.parsers.dialects import (  # the thought helpers are re-exported f
     split_tool_responses,
     strip_think,
 )
+from schemas.miniswe import SENTINELS
 
-SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+SUBMIT_MARKERS = SENTINELS
 # Affine completion.py's finish-tool names (case-insensitive).
 FINISH_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"

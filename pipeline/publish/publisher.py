@@ -23,12 +23,11 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.config import CODE_VERSION
-from pipeline.fileio import file_sha256
+from pipeline.fileio import copy_if_changed, file_sha256
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
     plan_shards,
-    replace_if_changed,
     write_bytes_if_changed,
     write_shards,
 )
@@ -101,13 +100,6 @@ def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, st
     return names
 
 
-def _copy_if_changed(src: Path, dest: Path) -> bool:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    shutil.copyfile(src, tmp)
-    return replace_if_changed(tmp, dest)
-
-
 def _stats_near(src: Path) -> dict[str, Any] | None:
     """The build's stats.json when ``src`` is ``<workdir>/publish``."""
     path = src.parent / "ledger" / "stats.json"
@@ -126,7 +118,7 @@ def publish_to_dir(src: Path, to: Path, *, stats: dict[str, Any] | None = None) 
     for name in names:
         files = tree_files(src / name)
         for rel in files:
-            _copy_if_changed(src / name / rel, to / name / rel)
+            copy_if_changed(src / name / rel, to / name / rel)
         target_data = to / name / "data"
         if target_data.is_dir():
             for old in target_data.iterdir():

@@ -9,8 +9,6 @@ always gives the same shard boundaries and the same bytes.
 
 from __future__ import annotations
 
-import filecmp
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,16 +80,6 @@ def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
         ranges.append((start, end))
         start = end
     return ranges
-
-
-def replace_if_changed(tmp: Path, dest: Path) -> bool:
-    """Move ``tmp`` onto ``dest`` atomically unless ``dest`` already holds the same bytes (then the
-    temp file is removed and ``dest`` keeps its mtime). Returns whether ``dest`` changed."""
-    if dest.exists() and dest.stat().st_size == tmp.stat().st_size and filecmp.cmp(tmp, dest, shallow=False):
-        tmp.unlink()
-        return False
-    os.replace(tmp, dest)
-    return True
 
 
 def write_bytes_if_changed(dest: Path, data: bytes) -> bool:

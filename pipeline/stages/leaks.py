@@ -56,7 +56,9 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.context import Context
+from pipeline.hashing import GRAM_MIX, LINE_SEED, MIN_DISTINCTIVE_CHARS, TOKEN_SEED
 from pipeline.stages.base import Stage, StageOutput
+from schemas.miniswe import SUBMIT_SENTINEL
 from schemas.run import DROPS, empty
 
 FIX_CONTAINMENT = 0.5
@@ -68,7 +70,7 @@ STATEMENT_CONTAINMENT = 0.5
 STATEMENT_MIN_NGRAMS = 12
 MAX_GRAM_DF = 2
 DETAIL_CMD_CHARS = 200
-SUBMIT_MARK = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SUBMIT_MARK = SUBMIT_SENTINEL
 
 # ----------------------------------------------------------------------------------------------
 # Shared text helpers
@@ -90,7 +92,7 @@ def norm_line(line: str) -> str:
 
 def distinctive(line: str) -> bool:
     """Lines that can identify a patch: long enough, not imports, braces, keywords or blanks."""
-    return len(line) >= 12 and not _TRIVIAL.match(line)
+    return len(line) >= MIN_DISTINCTIVE_CHARS and not _TRIVIAL.match(line)
 
 
 def diff_side(patch: str, sign: str) -> list[str]:
@@ -613,9 +615,7 @@ class SolutionLeak(Stage):
 
 _ID_TOKEN = r"[A-Za-z0-9][A-Za-z0-9_\-]*__[A-Za-z0-9_.\-]*?-\d+"
 _WORD = r"[a-z0-9_]+"
-_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-                  0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9],
-                 dtype=np.uint64)
+_MULT = GRAM_MIX
 
 
 def _repo_key(repo: str) -> str:
@@ -632,7 +632,7 @@ def _token_hashes_regex(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     toks = texts.fill_null("").str.to_lowercase().str.extract_all(_WORD)
     counts = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
     flat = toks.explode().drop_nulls()  # an empty list explodes to one null: not a token
-    return flat.hash(seed=7).to_numpy(), counts
+    return flat.hash(seed=TOKEN_SEED).to_numpy(), counts
 
 
 def _utf8_buffers(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -681,7 +681,7 @@ def _token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(lens, out=tok_off[1:])
     tokens = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(tok_off),
                                               pa.py_buffer(np.compress(isw, low)))
-    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=7).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
+    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=TOKEN_SEED).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
     counts = np.diff(np.searchsorted(starts, off)).astype(np.int64)
     if not other.any():
         return h, counts
@@ -830,7 +830,7 @@ class BenchmarkLeak(Stage):
         gold = [(i, ln) for i, p in enumerate(self.inst["patch"].to_list()) for ln in diff_side(p, "+")]
         g = pl.DataFrame({"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
                          schema={"inst": pl.UInt32, "x": pl.Utf8})
-        g = g.select("inst", _norm_lines(pl.lit("+") + pl.col("x")).hash(seed=11).alias("h")).unique()
+        g = g.select("inst", _norm_lines(pl.lit("+") + pl.col("x")).hash(seed=LINE_SEED).alias("h")).unique()
         self.gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         self.gold = g.join(self.gold_total.select("inst"), on="inst")
         # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
@@ -901,8 +901,8 @@ class BenchmarkLeak(Stage):
         wanted = plus | (lines.part == ACTIONS)
         need = np.unique(lines.lid[wanted])
         normed = (pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
-                  .with_columns(_norm_lines(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
-                  .select("lid", pl.col("x").hash(seed=11).alias("h")))
+                  .with_columns(_norm_lines(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= MIN_DISTINCTIVE_CHARS)
+                  .select("lid", pl.col("x").hash(seed=LINE_SEED).alias("h")))
         if self.gold.height:
             m = (lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(self.gold, on="h")
                  .group_by("doc", "inst").len("n").join(self.gold_total, on="inst")

@@ -38,10 +38,11 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.roots import MAYBE_FOREIGN_RS, find_foreign_roots
 from pipeline.stages.base import Stage, StageOutput
+from schemas.miniswe import BLOCK_RE
 from schemas.run import DROPS, empty
 
 _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
-_BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
+_BLOCK = BLOCK_RE
 
 
 def first_foreign_root(text: str) -> str | None:
