@@ -9,25 +9,45 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipeline.episode import Episode, ParseError, RawRun
-from pipeline.parsers.affine_trace import parse_trace
-from pipeline.parsers.affine_view import parse_view
-from pipeline.parsers.miniswe import parse_miniswe
-from pipeline.parsers.openhands import parse_openhands
-from pipeline.parsers.sweagent import parse_sweagent
-from pipeline.parsers.swelego import parse_swelego
-from pipeline.parsers.swesmith import parse_swesmith
+from pipeline.parsers import affine_trace, affine_view, miniswe, openhands, sweagent, swelego, swesmith
+from pipeline.parsers.format import Format
 
-PARSERS: dict[str, Callable[[RawRun], Episode]] = {
-    "view": parse_view,
-    "trace": parse_trace,
-    "swelego": parse_swelego,
-    "sweagent": parse_sweagent,
-    "openhands": parse_openhands,
-    "swesmith": parse_swesmith,
-    "miniswe": parse_miniswe,
-}
+# Every input format, one line each. The order is `trajpipe convert`'s detection order: the
+# first format whose ``detect`` accepts a decoded JSON value names it.
+FORMATS: tuple[Format, ...] = (
+    affine_view.FORMAT,
+    affine_trace.FORMAT,
+    sweagent.FORMAT,
+    openhands.FORMAT,
+    swesmith.FORMAT,
+    miniswe.FORMAT,
+    swelego.FORMAT,
+)
 
-__all__ = ["PARSERS", "ParseError", "parse_raw"]
+FORMAT_OF: dict[str, Format] = {f.kind: f for f in FORMATS}
+PARSERS: dict[str, Callable[[RawRun], Episode]] = {f.kind: f.parse for f in FORMATS}
+MACHINES: dict[str, tuple[str, str]] = {h: m for f in FORMATS for h, m in f.machines.items()}
+
+
+def harness_of(raw: RawRun) -> str:
+    """The harness a raw run was recorded in, read without parsing the run."""
+    fmt = FORMAT_OF.get(raw.kind)
+    return fmt.harness_of(raw.payload) if fmt is not None else raw.kind
+
+
+def machine_of(harness: str) -> str:
+    """Machine slug for a harness id; unknown harnesses keep their own (slugified) name."""
+    if harness in MACHINES:
+        return MACHINES[harness][0]
+    return harness.replace("_", "-").lower() or "unknown"
+
+
+def machine_text(harness: str) -> str:
+    """The card's Machine sentence for a harness id."""
+    return MACHINES.get(harness, (harness, f"the `{harness}` harness"))[1]
+
+
+__all__ = ["FORMATS", "PARSERS", "ParseError", "harness_of", "machine_of", "machine_text", "parse_raw"]
 
 
 # What reading a malformed payload raises (a wrong type, a missing key, a bad value): the

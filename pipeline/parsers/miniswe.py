@@ -13,6 +13,7 @@ from pipeline.parsers.common import (
     normalize_messages,
     opt_str,
 )
+from pipeline.parsers.format import Format, is_message_list
 
 
 def _dig(d: Any, *keys: str) -> Any:
@@ -47,3 +48,26 @@ def parse_miniswe(raw: RawRun) -> Episode:
         fold_group=None,
         epoch=raw.epoch,
     )
+
+
+def has_mini_marker(obj: dict[str, Any]) -> bool:
+    """A mini-swe-agent trajectory file says so (``trajectory_format``) or carries its ``info``."""
+    fmt, info = obj.get("trajectory_format"), obj.get("info")
+    return (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
+        isinstance(info, dict) and ("mini_version" in info or "config" in info))
+
+
+def _detect(obj: Any) -> bool:
+    if is_message_list(obj):
+        return True  # a bare mini-swe message list (its test fixtures)
+    if not isinstance(obj, dict):
+        return False
+    msgs = obj.get("messages")
+    if not (isinstance(msgs, list | str) and msgs):
+        return False
+    return has_mini_marker(obj) or is_message_list(msgs)
+
+
+FORMAT = Format(kind="miniswe", parse=parse_miniswe, harness="mini-swe-agent",
+                machines={"mini-swe-agent": ("mini-swe-agent", "mini-swe-agent (one ```bash block per turn)")},
+                name="mini-swe-agent", detect=_detect)

@@ -24,6 +24,7 @@ from pipeline.parsers.common import (
     strip_think,
     text_of,
 )
+from pipeline.parsers.format import Format, Machines, is_event_list
 
 _SKIP_ACTIONS = frozenset({"system", "recall", "condensation", "condensation_request",
                            "change_agent_state", "null", "pause", "resume"})
@@ -146,3 +147,16 @@ def parse_openhands(raw: RawRun) -> Episode:
         base_commit=None, patch=None, origin=raw.origin, harness="openhands", model=model,
         source_uid=raw.source_uid, resolved="unknown", fold_group=None, epoch=raw.epoch,
         root_hint=root)
+
+
+MACHINES: Machines = {
+    "openhands": ("openhands", "OpenHands CodeAct in non-function-calling mode (`execute_bash`, `str_replace_editor`, `think`, `finish`)"),
+}
+
+
+def _detect(obj: Any) -> bool:
+    return is_event_list(obj) or (isinstance(obj, dict) and is_event_list(obj.get("events")))
+
+
+FORMAT = Format(kind="openhands", parse=parse_openhands, harness="openhands", machines=MACHINES,
+                name="OpenHands", detect=_detect, list_key="events")

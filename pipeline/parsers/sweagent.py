@@ -31,6 +31,7 @@ from pipeline.parsers.common import (
     swesmith_commit,
     text_of,
 )
+from pipeline.parsers.format import Format, is_message_list
 
 # SWE-agent's tool bundles (windowed editor, search, submit): everything else is a shell command.
 SPECIAL_COMMANDS = frozenset({
@@ -167,3 +168,14 @@ def _history_text_steps(rec: dict[str, Any], counters: Counter[str]) -> list[Ste
         steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
                           call=text_action(m["action"]), observation=obs, returncode=rc))
     return steps
+
+
+def _detect(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and (
+        "trajectory" in obj or "info" in obj or "environment" in obj or "replay_config" in obj
+        or is_message_list(obj["history"]))
+
+
+FORMAT = Format(kind="sweagent", parse=parse_sweagent, harness="swe-agent",
+                machines={"swe-agent": ("swe-agent", "SWE-agent (windowed file viewer and editor, bash)")},
+                name="SWE-agent", detect=_detect)

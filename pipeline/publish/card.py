@@ -14,8 +14,9 @@ import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
 from pipeline.config import CODE_VERSION
+from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
-from schemas.machines import license_text, machine_text, pool_name
+from schemas.machines import license_text, pool_name
 from schemas.run import COLUMN_MEANINGS, PUBLISHED, PUBLISHED_NAMES
 
 TAGS = ["software-engineering", "code", "agent-trajectories", "albedo"]

@@ -183,8 +183,3 @@ def _record(unit: Unit, kind: str, uid: str, line_no: int, line: bytes) -> RawRu
         return Quarantined(uid, unit.epoch, "missing_field", f"{where}: missing {', '.join(missing)}")
     return RawRun(uid, ORIGIN, kind, unit.epoch, obj, len(line))
 
-
-def harness_of(payload: dict) -> str:
-    policy = payload.get("policy")
-    h = policy.get("harness") if isinstance(policy, dict) else None
-    return h if isinstance(h, str) and h else "null"
