@@ -231,7 +231,7 @@ def pull_benchmarks(to: Path, api: HubApi | Any | None = None,
             out = to / f"{bench.name}.parquet"
             _write_atomic(pl.concat(frames, how="vertical").unique(maintain_order=True), out)
             written.append(out)
-        except Exception as exc:  # noqa: BLE001 - reported together below, the rest still pulled
+        except Exception as exc:
             failures.append(f"{bench.name} ({bench.repo_id}): {exc}")
     if failures:
         raise RuntimeError("could not pull: " + "; ".join(failures))

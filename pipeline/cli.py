@@ -74,6 +74,7 @@ def run(
         _fail(str(exc))
     except InvariantError as exc:
         _fail(str(exc), code=3)
+    assert summary.stats is not None
     inv = summary.stats["invariant"]
     err.print(f"units: {summary.units_total} listed, {summary.units_new} new, "
               f"{summary.units_processed} processed")
@@ -115,6 +116,7 @@ def publish(
     else:
         if to is None:
             _fail("give --to DIR or --hub ORG")
+            return
         if dry_run:
             err.print(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
             return

@@ -10,7 +10,7 @@ the driver (``pipeline.runner``).
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -28,7 +28,7 @@ from pipeline.sources.base import ShardVerdict, Unit
 from pipeline.stages import UNIT_STEPS
 from pipeline.stages.base import Step
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
-from pipeline.state import State
+from pipeline.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from schemas.run import WORK, empty
 
 QUARANTINE = Quarantine.name
@@ -73,24 +73,24 @@ def read_unit(unit: Unit, config: Config) -> Iterator[RawRun | Quarantined | Sha
     return affine.read_unit(unit, config.limits)
 
 
-def run_steps(steps: list[Step[Any, Any]], batch: Any, seconds: Counter[str] | None = None,
+def run_steps(steps: list[Step[Any, Any]], batch: Any, seconds: dict[str, float] | None = None,
               ) -> tuple[Any, list[pl.DataFrame], Counter[str]]:
     """Pass ``batch`` through ``steps`` in order: the last step's kept batch, every step's
     dropped rows (in step order) and the counters."""
     drops: list[pl.DataFrame] = []
     counters: Counter[str] = Counter()
-    timing = seconds if seconds is not None else Counter()
+    timing: dict[str, float] = seconds if seconds is not None else defaultdict(float)
     for step in steps:
         t0 = time.perf_counter()
         out = step(batch)
-        timing[step.name] += time.perf_counter() - t0
+        timing[step.name] = timing.get(step.name, 0.0) + time.perf_counter() - t0
         batch = out.kept
         drops.append(out.dropped)
         counters.update(out.counters)
     return batch, drops, counters
 
 
-def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
+def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
     """Process one unit end to end and cache the result; returns the unit's summary.
 
     Runs stream through in batches of ``limits.batch_runs``: only one batch of raw runs, episodes
@@ -100,15 +100,15 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     state = State(Path(workdir))
     chash = config.stage_hash()
     if state.cached(unit.state_key, chash):
-        return {**state.read_unit_meta(unit.state_key, chash), "seconds": {}}
+        return UnitSummary(**state.read_unit_meta(unit.state_key, chash), seconds={})
     _, steps = worker_setup(config)
     writer = state.unit_writer(unit.state_key, chash)
     seen: list[RawRun] = []  # payload-free copies, for a shard that fails verification
     quarantined: list[Quarantined] = []  # line-level entries: they stay when the shard fails
     drop_frames: list[pl.DataFrame] = []
-    ingested: Counter[str] = Counter()
+    ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
-    seconds: Counter[str] = Counter()  # per-step wall time of this unit: returned, never cached
+    seconds: defaultdict[str, float] = defaultdict(float)  # per-step wall time: returned, never cached
     n_kept = raw_bytes = 0
     verdict = ShardVerdict(False, "unreadable", "reader ended without a verdict")
 
@@ -134,14 +134,14 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
             verdict = item
             continue
         if isinstance(item, RawRun):
-            ingested[f"{dataset_of(item)}|{epoch_key(item.epoch)}"] += 1
+            ingested[dataset_of(item), epoch_key(item.epoch)] += 1
             counters[f"ingest/{item.kind}"] += 1
             raw_bytes += item.raw_bytes
             seen.append(RawRun(item.source_uid, item.origin, item.kind, item.epoch, {}, 0))
             n_pending += 1
         else:
             quarantined.append(item)
-            ingested[f"|{epoch_key(item.epoch)}"] += 1
+            ingested["", epoch_key(item.epoch)] += 1
         pending.append(item)
         if n_pending >= config.limits.batch_runs:
             flush(pending)
@@ -152,25 +152,24 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     if not verdict.ok:
         # a shard that fails verification: nothing in it is trusted, its runs are quarantined
         writer.discard()
-        whole = Quarantine.shard_failed(unit, seen, verdict.reason, verdict.detail)
+        whole = Quarantine.shard_failed(unit, seen, verdict.reason or "unreadable", verdict.detail)
         drop_frames, n_kept, raw_bytes = [quarantine_rows(quarantined + whole)], 0, 0
         counters = Counter({k: v for k, v in counters.items() if k.startswith("ingest/")})
-        ingested = Counter(k for k in ingested.elements() if k.startswith("|"))  # line-level entries stay
+        ingested = Counter({k: n for k, n in ingested.items() if k[0] == ""})  # line-level entries stay
         for q in whole:
-            ingested[f"|{epoch_key(q.epoch)}"] += 1
+            ingested["", epoch_key(q.epoch)] += 1
     drops = pl.concat(drop_frames, how="vertical") if drop_frames else quarantine_rows([])
     n_in = sum(ingested.values())
     if n_kept + drops.height != n_in:
         raise AssertionError(f"{unit.key}: {n_in} ingested but {n_kept} kept + {drops.height} dropped")
-    meta = {
-        "unit": unit.state_key, "source": unit.source, "key": unit.key, "url": unit.url,
-        "epoch": unit.epoch, "verdict": verdict.reason or "ok",
-        "ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
-        "raw_bytes": raw_bytes,
-    }
+    meta = UnitMeta(
+        unit=unit.state_key, source=unit.source, key=unit.key, url=unit.url, epoch=unit.epoch,
+        verdict=verdict.reason or "ok", ingested=encode_ingested(ingested),
+        counters=dict(sorted(counters.items())), raw_bytes=raw_bytes,
+    )
     crashpoint("unit_done")
     t0 = time.perf_counter()
     writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), drops, meta)
     seconds["write"] += time.perf_counter() - t0
     seconds["read"] = max(0.0, time.perf_counter() - started - sum(seconds.values()))
-    return {**meta, "seconds": dict(seconds)}
+    return UnitSummary(**meta, seconds=dict(seconds))

@@ -13,22 +13,22 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
+from pipeline.episode import Quarantined
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_write_bytes, atomic_write_json, file_sha256
-from pipeline.ledger import InvariantError, check_invariant, compute_stats, sorted_drops
+from pipeline.ledger import InvariantError, Stats, Validation, check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from pipeline.state import State, parquet_bytes, workdir_lock
+from pipeline.state import IngestKey, State, decode_ingested, encode_ingested, parquet_bytes, workdir_lock
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
 
 
@@ -41,7 +41,7 @@ class RunSummary:
     units_total: int = 0
     units_new: int = 0
     units_processed: int = 0  # not served from the cache
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: Stats | None = None
     datasets: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -49,11 +49,11 @@ class RunSummary:
 def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
-    refused = []
+    refused: list[Quarantined] = []
     for loc in config.affine:
-        u, r = affine.list_units(loc)
-        units += u
-        refused += r
+        found, bad = affine.list_units(loc)
+        units += found
+        refused += bad
     for loc in config.swelego:
         units += swelego.list_units(loc)
     seen: set[str] = set()
@@ -188,13 +188,13 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
     kept_paths = [state.cache_dir(u.state_key, chash) / "kept.parquet" for u in new]
-    ingested: Counter[str] = Counter()
+    ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for m in metas:
-        ingested.update(m["ingested"])
+        ingested.update(decode_ingested(m["ingested"]))
         counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
-        ingested[f"|{epoch_key(ep)}"] += 1
+        ingested["", epoch_key(ep)] += 1
     drops = [pl.read_parquet(state.cache_dir(u.state_key, chash) / "drops.parquet") for u in new]
     drops.append(refused)
     keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS) for p in kept_paths], how="vertical")
@@ -217,20 +217,20 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
                 yield part.filter(pl.col("source_uid").is_in(admitted)).sort("source_uid")
 
     state.commit(state.next_seq(), [u.state_key for u in new], admitted_rows(), sorted_drops(ledger),
-                 {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
+                 {"ingested": encode_ingested(ingested), "counters": dict(sorted(counters.items())),
                   "signature_scheme": signature_scheme(config),
                   "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
 
 
-def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> tuple[dict[str, Any], list[str]]:
+def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> tuple[Stats, list[str]]:
     """Ledger, stats and publish tree, rendered from the committed state alone."""
     from pipeline.publish.publisher import publish_tree
 
     commits = state.commits()
-    ingested: Counter[str] = Counter()
+    ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for c in commits:
-        ingested.update(c.get("ingested", {}))
+        ingested.update(decode_ingested(c.get("ingested", {})))
         counters.update(c.get("counters", {}))
     # stats need three narrow columns; the trees are written from a lazy scan, one dataset at a time
     published = state.published(columns=["source_uid", "dataset", "epoch"])
@@ -266,11 +266,11 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
     return stats, datasets
 
 
-def write_stats(ledger_dir: Path, stats: dict[str, Any]) -> None:
+def write_stats(ledger_dir: Path, stats: Stats) -> None:
     atomic_write_bytes(ledger_dir / "stats.json", orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
 
 
-def verify_trees(publish_dir: Path, datasets: list[str], stats: dict[str, Any]) -> dict[str, Any]:
+def verify_trees(publish_dir: Path, datasets: list[str], stats: Stats) -> Validation:
     """Check what was written, from the files alone: every shard has the published schema, and
     each dataset's shards hold exactly the rows the ledger says it published."""
     problems: list[str] = []

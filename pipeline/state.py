@@ -17,9 +17,10 @@ import contextlib
 import errno
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import orjson
 import polars as pl
@@ -29,12 +30,67 @@ import pyarrow.parquet as pq
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, fsync_replace
 
+# (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
+# "none" for runs without one (pipeline.process.epoch_key)
+IngestKey = tuple[str, str]
+
+
+class UnitMeta(TypedDict):
+    """``cache/<unit>-<config>/meta.json``: what one unit read and decided (written last)."""
+
+    unit: str
+    source: str
+    key: str
+    url: str
+    epoch: int | None
+    verdict: str  # "ok" or the quarantine reason of a shard that failed verification
+    ingested: dict[str, int]  # encode_ingested form
+    counters: dict[str, int]
+    raw_bytes: int
+
+
+class UnitSummary(UnitMeta):
+    """What ``process_unit`` returns: the meta and this call's wall time per step (not cached)."""
+
+    seconds: dict[str, float]
+
+
+class CommitMeta(TypedDict, total=False):
+    """What a run records about its decisions besides its number and units."""
+
+    ingested: dict[str, int]  # encode_ingested form
+    counters: dict[str, int]
+    signature_scheme: str  # how the admitted runs' MinHash signatures were made
+    raw_bytes: int
+
+
+class CommitRecord(CommitMeta):
+    """``commits/<seq>.json``: the units run ``seq`` decided, what they read, and how it signed."""
+
+    seq: int
+    units: list[str]
+
+
+def encode_ingested(counts: Counter[IngestKey]) -> dict[str, int]:
+    """The JSON form of ingested counts: ``"<dataset>|<epoch>"`` keys, sorted (the on-disk format
+    of meta.json and commit records, so work dirs written before stay readable)."""
+    return dict(sorted((f"{ds}|{ep}", n) for (ds, ep), n in counts.items()))
+
+
+def decode_ingested(counts: dict[str, int]) -> Counter[IngestKey]:
+    out: Counter[IngestKey] = Counter()
+    for key, n in counts.items():
+        ds, ep = key.split("|", 1)
+        out[ds, ep] += n
+    return out
+
 
 def parquet_bytes(table: pa.Table) -> bytes:
     """Deterministic Parquet bytes (same table → same bytes)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_statistics=True)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def atomic_write_parquet(path: Path, frame: pl.DataFrame) -> bool:
@@ -122,7 +178,7 @@ class UnitWriter:
             self._writer = None
         self._tmp.unlink(missing_ok=True)
 
-    def finish(self, empty_kept: pl.DataFrame, drops: pl.DataFrame, meta: dict[str, Any]) -> None:
+    def finish(self, empty_kept: pl.DataFrame, drops: pl.DataFrame, meta: UnitMeta) -> None:
         if self._writer is None:
             self.write(empty_kept)
         assert self._writer is not None
@@ -151,11 +207,8 @@ class State:
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
 
-    def commits(self) -> list[dict[str, Any]]:
-        out = []
-        for p in sorted((self.root / "commits").glob("*.json")):
-            out.append(orjson.loads(p.read_bytes()))
-        return out
+    def commits(self) -> list[CommitRecord]:
+        return [cast(CommitRecord, orjson.loads(p.read_bytes())) for p in sorted((self.root / "commits").glob("*.json"))]
 
     def committed_units(self) -> set[str]:
         return {u for c in self.commits() for u in c["units"]}
@@ -163,19 +216,19 @@ class State:
     def next_seq(self) -> int:
         return len(list((self.root / "commits").glob("*.json")))
 
-    def read_unit_meta(self, unit_key: str, config_hash: str) -> dict[str, Any]:
-        return orjson.loads((self.cache_dir(unit_key, config_hash) / "meta.json").read_bytes())
+    def read_unit_meta(self, unit_key: str, config_hash: str) -> UnitMeta:
+        return cast(UnitMeta, orjson.loads((self.cache_dir(unit_key, config_hash) / "meta.json").read_bytes()))
 
     def commit(self, seq: int, units: list[str], published: Iterable[pl.DataFrame], drops: pl.DataFrame,
-               meta: dict[str, Any]) -> None:
+               meta: CommitMeta) -> None:
         """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
         name = f"{seq:06d}"
         atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
         crashpoint("commit_parts")
         atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
         crashpoint("commit_record")
-        atomic_write_json(self.root / "commits" / f"{name}.json",
-                          {"seq": seq, "units": sorted(units), **meta})
+        record: CommitRecord = {"seq": seq, "units": sorted(units), **meta}
+        atomic_write_json(self.root / "commits" / f"{name}.json", record)
 
     def _committed_parts(self, sub: str) -> list[Path]:
         seqs = {f"{c['seq']:06d}" for c in self.commits()}

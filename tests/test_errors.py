@@ -55,7 +55,7 @@ def _run(tmp_path: Path, n: int = 3) -> pl.DataFrame:
 def test_a_converter_bug_lands_as_convert_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = pipeline.convert.convert_episode
 
-    def buggy(ep, step_limit=250):  # noqa: ANN001, ANN202
+    def buggy(ep, step_limit=250):
         if ep.meta.source_uid.endswith("#L2"):
             raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
         return real(ep, step_limit=step_limit)
@@ -71,7 +71,7 @@ def test_a_converter_bug_lands_as_convert_crash(tmp_path: Path, monkeypatch: pyt
 def test_a_parser_bug_lands_as_parse_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = pipeline.parsers.PARSERS["view"]
 
-    def buggy(raw):  # noqa: ANN001, ANN202
+    def buggy(raw):
         if raw.source_uid.endswith("#L1"):
             raise ZeroDivisionError("division by zero")
         return real(raw)

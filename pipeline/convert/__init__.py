@@ -31,7 +31,7 @@ from pipeline.convert.roots import rewrite_roots
 from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
 from pipeline.episode import Bash, ConvertError, Episode, ToolCall
 
-__all__ = ["Converted", "convert_episode", "SUBMIT_COMMAND"]
+__all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode"]
 
 
 @dataclass

@@ -74,7 +74,7 @@ JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "insert": (frozenset({"text"}), frozenset({"line"})),
 }
 EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace_all"}))
-EDIT_LINES = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
+EDIT_LINES: tuple[frozenset[str], frozenset[str]] = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
 REJECTED = "Your proposed edit has introduced new syntax error"
 _LINT_CODE = re.compile(r"\b([EFWC]\d{3})\b")
 _OVERFLOW = re.compile(r"^More than \d+ files matched for ", re.M)

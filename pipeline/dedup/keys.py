@@ -161,7 +161,9 @@ def _word_at(words: npt.NDArray[np.uint64], pos: npt.NDArray[np.int64]) -> npt.N
     shift = (pos & 7).astype(np.uint64) << np.uint64(3)
     q = pos >> 3
     # numpy defines a shift by >= 64 as 0, so shift == 0 takes the low word alone
-    return (np.take(words, q) >> shift) | (np.take(words, q + 1) << (np.uint64(64) - shift))
+    low: npt.NDArray[np.uint64] = np.take(words, q) >> shift
+    high: npt.NDArray[np.uint64] = np.take(words, q + 1) << (np.uint64(64) - shift)
+    return low | high
 
 
 def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], ws_: _Workspace
@@ -271,7 +273,7 @@ def _map_units(streams: pl.Series, threads: int | None, fn: _UnitFn[_T]) -> list
     groups = _work_groups(off, max(1, n_threads))
 
     def work(group: list[tuple[int, int]]) -> list[_T]:
-        with _POOL.borrow(max(_BYTE_CHUNK * 2, max(int(off[r1] - off[r0]) for r0, r1 in group))) as space:
+        with _POOL.borrow(max(_BYTE_CHUNK * 2, *(int(off[r1] - off[r0]) for r0, r1 in group))) as space:
             out = []
             for r0, r1 in group:
                 lo = int(off[r0])

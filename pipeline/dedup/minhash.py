@@ -213,4 +213,5 @@ def signatures(hashes: npt.ArrayLike, offsets: npt.ArrayLike, num_perm: int = 12
 
 def is_empty(sig: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
     """Rows that saw no shingle at all (never near-duplicates of each other)."""
-    return np.all(sig == MAX_HASH, axis=-1)
+    empty: npt.NDArray[np.bool_] = np.all(sig == MAX_HASH, axis=-1)
+    return empty

@@ -6,7 +6,7 @@ from typing import Any
 
 from pipeline.episode import Episode, ParseError, RawRun
 from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy_harness
-from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from
+from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from, sub_dict
 from pipeline.parsers.format import Format
 
 
@@ -22,8 +22,8 @@ def _trace_resolved(trace: dict[str, Any]) -> str:
 def parse_trace(raw: RawRun) -> Episode:
     env = raw.payload
     trace = as_dict(env.get("trace"), "trace")
-    task = env.get("task") if isinstance(env.get("task"), dict) else {}
-    policy = env.get("policy") if isinstance(env.get("policy"), dict) else {}
+    task = sub_dict(env, "task")
+    policy = sub_dict(env, "policy")
     nodes = as_list(trace.get("nodes"), "trace.nodes")
     if not nodes:
         raise ParseError("no_steps", "trace.nodes is empty")

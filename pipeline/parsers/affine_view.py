@@ -13,6 +13,7 @@ from pipeline.parsers.common import (
     messages_episode,
     opt_str,
     resolved_from,
+    sub_dict,
     text_of,
 )
 from pipeline.parsers.format import Format, Machines
@@ -112,7 +113,7 @@ def parse_view(raw: RawRun) -> Episode:
     if not nodes:
         raise ParseError("no_steps", "nodes is empty")
     msgs, counters = graph_messages(nodes, "nodes", linear_default=False, message_key=None)
-    policy = rec.get("policy") if isinstance(rec.get("policy"), dict) else {}
+    policy = sub_dict(rec, "policy")
     stratum = opt_str(rec.get("stratum"))
     instance_id = opt_str(rec.get("instance_id")) or opt_str(rec.get("traj_id")) or ""
     if not instance_id:

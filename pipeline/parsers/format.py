@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.episode import Episode, RawRun
+from pipeline.episode import Episode, RawRun, RunKind
 
 # harness id -> (machine slug of the dataset name, the card's Machine sentence)
 Machines = Mapping[str, tuple[str, str]]
@@ -32,7 +32,7 @@ def is_event_list(x: Any) -> bool:
 class Format:
     """One input format."""
 
-    kind: str  # RawRun.kind: the parser's key
+    kind: RunKind  # RawRun.kind: the parser's key
     parse: Callable[[RawRun], Episode]
     # the harness a run was recorded in: fixed for a file format, read from the payload for Affine
     harness: str | Callable[[dict[str, Any]], str]

@@ -12,6 +12,7 @@ from pipeline.parsers.common import (
     messages_episode,
     normalize_messages,
     opt_str,
+    sub_dict,
 )
 from pipeline.parsers.format import Format, is_message_list
 
@@ -27,7 +28,7 @@ def _dig(d: Any, *keys: str) -> Any:
 def parse_miniswe(raw: RawRun) -> Episode:
     rec = raw.payload
     msgs = normalize_messages(rec.get("messages"), "messages")
-    info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
+    info = sub_dict(rec, "info")
     file_name = opt_str(rec.get("__file__")) or ""
     instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
                    or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)

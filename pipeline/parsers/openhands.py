@@ -22,6 +22,7 @@ from pipeline.parsers.common import (
     make_episode,
     opt_str,
     strip_think,
+    sub_dict,
     text_of,
 )
 from pipeline.parsers.format import Format, Machines, is_event_list
@@ -47,7 +48,7 @@ def _metadata_call(ev: dict[str, Any]) -> ToolCall | None:
     if isinstance(calls, list):
         for i, tc in enumerate(calls):
             if isinstance(tc, dict) and opt_str(tc.get("id")) == call_id:
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+                fn = sub_dict(tc, "function") if isinstance(tc.get("function"), dict) else tc
                 return ToolCall(name=name, args=decode_args(fn.get("arguments"),
                                                             f"tool_call_metadata.tool_calls[{i}]"),
                                 call_id=call_id)
@@ -83,9 +84,9 @@ def parse_openhands(raw: RawRun) -> Episode:
     task_text: str | None = None
     carry = ""
     model = "unknown"
-    for i, ev in enumerate(events):
-        ev = as_dict(ev, f"events[{i}]")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    for i, item in enumerate(events):
+        ev = as_dict(item, f"events[{i}]")
+        args = sub_dict(ev, "args")
         action = opt_str(ev.get("action"))
         source = opt_str(ev.get("source"))
         if action is not None:
@@ -119,12 +120,12 @@ def parse_openhands(raw: RawRun) -> Episode:
         if cause is None or cause not in by_id:
             counters["parse/orphan_observation"] += 1
             continue
-        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        extras = sub_dict(ev, "extras")
         shown = extras.get("formatted_output_and_error")
         text = shown if isinstance(shown, str) and shown else text_of(ev.get("content"),
                                                                      f"events[{i}].content")
         obs, rc = clean_observation(text, counters)
-        md = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+        md = sub_dict(extras, "metadata")
         code = md.get("exit_code")
         step = steps[by_id[cause]]
         step.observation = obs

@@ -28,6 +28,7 @@ from pipeline.parsers.common import (
     opt_str,
     restore_pty_newlines,
     strip_think,
+    sub_dict,
     swesmith_commit,
     text_of,
 )
@@ -103,11 +104,11 @@ def _trajectory_steps(traj: list[Any], counters: Counter[str]) -> list[Step]:
 def parse_sweagent(raw: RawRun) -> Episode:
     rec = raw.payload
     replay = _json_field(rec.get("replay_config"))
-    agent = replay.get("agent") if isinstance(replay.get("agent"), dict) else {}
-    model_cfg = agent.get("model") if isinstance(agent.get("model"), dict) else {}
-    ps = replay.get("problem_statement") if isinstance(replay.get("problem_statement"), dict) else {}
-    env = replay.get("env") if isinstance(replay.get("env"), dict) else {}
-    repo_cfg = env.get("repo") if isinstance(env.get("repo"), dict) else {}
+    agent = sub_dict(replay, "agent")
+    model_cfg = sub_dict(agent, "model")
+    ps = sub_dict(replay, "problem_statement")
+    env = sub_dict(replay, "env")
+    repo_cfg = sub_dict(env, "repo")
     environment = opt_str(rec.get("environment"))
     file_stem = (opt_str(rec.get("__file__")) or "").removesuffix(".traj")
     instance_id = (opt_str(ps.get("id")) or (environment if environment and "__" in environment else None)

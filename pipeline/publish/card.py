@@ -14,6 +14,7 @@ import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
 from pipeline.config import CODE_VERSION
+from pipeline.ledger import Stats
 from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
 from schemas.machines import license_text, pool_name
@@ -169,7 +170,7 @@ def _prefixed(mapping: dict[str, int], prefix: str) -> int:
     return sum(int(v) for k, v in mapping.items() if k.startswith(prefix))
 
 
-def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
+def across_all(stats: Stats, *, benchmarks_checked: bool) -> str:
     """The across-all-datasets sentence, every number from stats.json."""
     drops: dict[str, int] = stats.get("drops", {})
     ingested = int(stats.get("ingested", {}).get("total", 0))
@@ -198,7 +199,7 @@ def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
     return sentence
 
 
-def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
+def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *,
                      benchmarks_checked: bool) -> list[str]:
     albedo_ids = frame.filter(pl.col("id_kind") == "albedo").height if frame.height else 0
     tables = stats.get("benchmarks", {}).get("tables", []) or []
@@ -237,7 +238,7 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
     ]
 
 
-def render_card(dataset: str, frame: pl.DataFrame, stats: dict, drops: pl.DataFrame, *,
+def render_card(dataset: str, frame: pl.DataFrame, stats: Stats, drops: pl.DataFrame, *,
                 benchmarks_checked: bool, epochs: list[int], num_bytes: int | None = None) -> str:
     """README.md for ``dataset``: ``frame`` holds its rows (``messages`` and ``patch`` may be left
     out when ``num_bytes`` is given), ``drops`` the ledger (any datasets)."""

@@ -10,7 +10,7 @@ always gives the same shard boundaries and the same bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +95,8 @@ def _shard_bytes(tables: Iterable[pa.Table]) -> bytes:
                           use_content_defined_chunking=CDC_OPTIONS) as writer:
         for table in tables:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 @dataclass
@@ -154,7 +155,7 @@ def write_shards(frame: pl.DataFrame | pl.LazyFrame, data_dir: Path, *, max_shar
     paths: list[Path] = []
     for index, (g0, g1) in enumerate(plan.shards):
         dest = data_dir / shard_name(index, count)
-        tables = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
+        tables: Iterator[pa.Table] = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
         if g0 == g1:  # the empty dataset's one shard
             tables = iter([PUBLISHED.empty_table()])
         write_bytes_if_changed(dest, _shard_bytes(tables))

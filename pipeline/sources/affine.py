@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.episode import Quarantined, RawRun, RunKind, quarantine_reason_named
 from pipeline.sources.base import (
     STREAM_ERRORS,
     ShardVerdict,
@@ -36,7 +37,7 @@ class ManifestError(ValueError):
     pass
 
 
-def _manifest_chain(base: str, current: dict) -> list[dict]:
+def _manifest_chain(base: str, current: dict[str, Any]) -> list[dict[str, Any]]:
     """Current revision first, then every older one via ``prev_manifest`` (cycle-safe)."""
     chain = [current]
     seen: set[str] = set()
@@ -133,7 +134,7 @@ REQUIRED = {
 
 def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
     """Stream one chunk: a RawRun per good line, a Quarantined per bad line, then a verdict."""
-    kind = "view" if unit.source == "affine-view" else "trace"
+    kind: RunKind = "view" if unit.source == "affine-view" else "trace"
     raw_sha = hashlib.sha256() if unit.sha_scope == "raw" else None
     try:
         stream = open_location(unit.location)
@@ -149,7 +150,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
             for line_no, line, problem in lines:
                 uid = f"{unit.url}#L{line_no}"
                 if problem:
-                    yield Quarantined(uid, unit.epoch, problem,
+                    yield Quarantined(uid, unit.epoch, quarantine_reason_named(problem),
                                       f"{unit.key} line {line_no}: over {limits.max_record_bytes} bytes")
                     continue
                 assert line is not None
@@ -170,7 +171,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _record(unit: Unit, kind: str, uid: str, line_no: int, line: bytes) -> RawRun | Quarantined:
+def _record(unit: Unit, kind: RunKind, uid: str, line_no: int, line: bytes) -> RawRun | Quarantined:
     where = f"{unit.key} line {line_no}"
     try:
         obj = orjson.loads(line)

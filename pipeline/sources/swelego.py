@@ -6,12 +6,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
 
 from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.episode import Quarantined, RawRun, quarantine_reason_named
 from pipeline.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
 
@@ -83,7 +84,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
         for n, item in rows:
             uid = f"{prefix}{n}"
             if isinstance(item, str):  # a problem description
-                yield Quarantined(uid, None, item.split(":", 1)[0], f"{unit.key} row {n}: {item}")
+                yield Quarantined(uid, None, quarantine_reason_named(item), f"{unit.key} row {n}: {item}")
                 continue
             yield _record(uid, unit.key, n, item, resolved, limits)
     except (OSError, ValueError) as exc:
@@ -93,7 +94,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
 
 
 def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None,
-                  first_row: int = 0) -> Iterator[tuple[int, dict | str]]:
+                  first_row: int = 0) -> Iterator[tuple[int, dict[str, Any] | str]]:
     pf = pq.ParquetFile(path)
     n = first_row
     groups = range(*row_groups) if row_groups else None
@@ -103,7 +104,7 @@ def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None,
             n += 1
 
 
-def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
+def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any] | str]]:
     with open(path, "rb") as fh:
         for n, line in enumerate(fh):
             if len(line) > limits.max_record_bytes:
@@ -117,7 +118,7 @@ def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
             yield n, obj if isinstance(obj, dict) else f"not_object: a JSON {type(obj).__name__}"
 
 
-def _record(uid: str, key: str, n: int, row: dict, resolved: str, limits: Limits) -> RawRun | Quarantined:
+def _record(uid: str, key: str, n: int, row: dict[str, Any], resolved: str, limits: Limits) -> RawRun | Quarantined:
     where = f"{key} row {n}"
     messages = row.get("messages")
     if isinstance(messages, str | bytes):

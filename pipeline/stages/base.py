@@ -45,7 +45,7 @@ TRACEBACK_LIMIT = 1500  # characters of a crash's traceback kept (its innermost 
 In = TypeVar("In", bound=Sized)
 Out = TypeVar("Out", bound=Sized)
 Item = TypeVar("Item")
-Result = TypeVar("Result")
+Result = TypeVar("Result", bound=Sized)
 
 
 @dataclass

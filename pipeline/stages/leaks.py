@@ -353,8 +353,8 @@ def classify(seg: Segment, task: Task) -> str | None:
                                    or (prog in ("node", "ruby", "perl") and _FETCH_VERB.search(text))):
         return "network_fetch"
     if prog in _READERS and re.search(r"(?:site|dist)-packages/([A-Za-z0-9_.-]+)", seg.text):
-        pkgs = {m.lower() for m in re.findall(r"(?:site|dist)-packages/([A-Za-z0-9_-]+)", seg.text)}
-        return "site_packages" if pkgs & task.packages else None
+        found = {m.lower() for m in re.findall(r"(?:site|dist)-packages/([A-Za-z0-9_-]+)", seg.text)}
+        return "site_packages" if found & set(task.packages) else None
     return None
 
 
@@ -707,7 +707,8 @@ def _gram_hashes(h: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
         for k in range(1, n):
             g = g + h[pos + k] * _MULT[k % len(_MULT)]
             g ^= g >> np.uint64(29)
-    return g
+    out: np.ndarray = g
+    return out
 
 
 def _gram_starts(doc: np.ndarray, n: int, usable: np.ndarray | None = None) -> np.ndarray:
@@ -741,7 +742,8 @@ def _is_in_sorted(hashes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     if len(sorted_set) == 0:
         return np.zeros(len(hashes), dtype=bool)
     i = np.minimum(np.searchsorted(sorted_set, hashes), len(sorted_set) - 1)
-    return sorted_set[i] == hashes
+    found: np.ndarray = sorted_set[i] == hashes
+    return found
 
 
 _PY_QUOTE_HEAD = r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*[rbuRBU]?(?:\'\'\'|\"\"\")"

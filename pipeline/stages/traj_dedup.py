@@ -67,7 +67,7 @@ def _order_frame(frame: pl.DataFrame, held: bool) -> pl.DataFrame:
     )
 
 
-def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams) -> StageOutput:
+def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams) -> StageOutput[pl.DataFrame]:
     """Drop candidates that duplicate a held run or a better candidate; see the module doc."""
     if held.height == 0:
         held = pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)})
