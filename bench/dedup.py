@@ -36,10 +36,10 @@ from datasketch import MinHash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import DedupParams  # noqa: E402
-from pipeline.dedup.keys import action_stream, add_dedup_keys, shingle_hashes  # noqa: E402
-from pipeline.dedup.minhash import signatures  # noqa: E402
-from pipeline.stages.traj_dedup import traj_dedup  # noqa: E402
+from pipeline.config import DedupParams
+from pipeline.dedup.keys import action_stream, add_dedup_keys, shingle_hashes
+from pipeline.dedup.minhash import signatures
+from pipeline.stages.traj_dedup import traj_dedup
 
 SYSTEM = "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."
 VERBS = ["parse", "load", "render", "visit", "merge", "split", "flush", "resolve", "build", "check", "encode",

@@ -27,12 +27,12 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import Config  # noqa: E402
-from pipeline.context import Context  # noqa: E402
-from pipeline.secrets import PATTERNS, SECRET_KINDS, find_secrets  # noqa: E402
-from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak  # noqa: E402
-from pipeline.stages.scrub import Scrub  # noqa: E402
-from schemas.run import WORK, polars_schema  # noqa: E402
+from pipeline.config import Config
+from pipeline.context import Context
+from pipeline.secrets import PATTERNS, SECRET_KINDS, find_secrets
+from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from pipeline.stages.scrub import Scrub
+from schemas.run import WORK, polars_schema
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
 WORDS = ["frame", "width", "height", "layout", "render", "token", "parser", "value", "config", "cache", "index", "buffer", "stream", "node", "tree", "item", "record", "schema", "field", "column", "batch", "chunk", "shard", "epoch", "limit", "offset", "cursor", "handler", "request"]
@@ -248,11 +248,11 @@ def generate(n_runs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, list[d
             b = bench[r.randrange(len(bench))]
             how = r.choice(["gold_patch", "problem_statement", "instance_id"])
             if how == "gold_patch":
-                cmds, outs = cmds + ["cat /tmp/review/fix.diff"], outs + [b["patch"]]
+                cmds, outs = [*cmds, "cat /tmp/review/fix.diff"], [*outs, b["patch"]]
             elif how == "problem_statement":
                 stmt = b["problem_statement"]
             else:
-                cmds, outs = cmds + ["ls /results"], outs + [f"{b['instance_id']}.json\n"]
+                cmds, outs = [*cmds, "ls /results"], [*outs, f"{b['instance_id']}.json\n"]
             label["expect"] = f"benchmark_leak/{how}"
         if r.random() < 0.3:  # secrets, independent of leaks
             for kind in r.sample(SECRET_KINDS, r.randint(1, 2)):

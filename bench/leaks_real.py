@@ -19,13 +19,13 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import Config  # noqa: E402
-from pipeline.context import Context  # noqa: E402
-from pipeline.episode import Quarantined  # noqa: E402
-from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
-from pipeline.process import convert_runs  # noqa: E402
-from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak  # noqa: E402
-from schemas.run import WORK, empty  # noqa: E402
+from pipeline.config import Config
+from pipeline.context import Context
+from pipeline.episode import Quarantined
+from pipeline.parsers.files import iter_trajectory_file
+from pipeline.process import convert_runs
+from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from schemas.run import WORK, empty
 
 SUFFIXES = (".traj", ".json", ".jsonl", ".gz")
 

@@ -8,7 +8,6 @@ rich tables and ``write_html`` turns into a self-contained page with inline SVG 
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.fileio import atomic_write_text
 from pipeline.leaks.solution import explain_detail
 from pipeline.state import State
 from schemas.run import DROPS, empty
@@ -41,7 +41,7 @@ def _read_drops(workdir: Path) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(path)
         return frame.with_columns(pl.col("dataset").fill_null("").cast(pl.Utf8), pl.col("epoch").cast(pl.Int32))
-    except Exception as exc:  # noqa: BLE001 - any damage to the file is the same message
+    except Exception as exc:
         raise DamagedLedger(f"{path} cannot be read ({type(exc).__name__}); run `trajpipe run` again") from None
 
 
@@ -415,7 +415,4 @@ ingested {inv['ingested']:,} = published {inv['published']:,} + dropped {inv['dr
 {counters}
 </body></html>
 """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, page)

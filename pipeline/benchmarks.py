@@ -8,7 +8,6 @@ per commit hash and the task-dedup stage matches all of them by repo + commit.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
+
+from pipeline.fileio import atomic_path
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
 
@@ -191,9 +192,8 @@ def _data_files(files: list[str], splits: tuple[str, ...]) -> list[str]:
 
 
 def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    frame.write_parquet(tmp, compression="zstd")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp, compression="zstd")
 
 
 def pull_benchmarks(to: Path, api: HubApi | Any | None = None,
@@ -231,7 +231,7 @@ def pull_benchmarks(to: Path, api: HubApi | Any | None = None,
             out = to / f"{bench.name}.parquet"
             _write_atomic(pl.concat(frames, how="vertical").unique(maintain_order=True), out)
             written.append(out)
-        except Exception as exc:  # noqa: BLE001 - reported together below, the rest still pulled
+        except Exception as exc:
             failures.append(f"{bench.name} ({bench.repo_id}): {exc}")
     if failures:
         raise RuntimeError("could not pull: " + "; ".join(failures))

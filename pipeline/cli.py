@@ -186,6 +186,7 @@ def run(
               "fix the cause, then rerun the same command")
     finally:
         signal.signal(signal.SIGINT, previous)
+    assert summary.stats is not None
     inv = summary.stats["invariant"]
     _say(f"units: {summary.units_total} listed, {summary.units_new} new, {summary.units_processed} processed")
     _say(f"ingested {inv['ingested']} = published {inv['published']} + dropped {inv['dropped']} "
@@ -250,7 +251,9 @@ def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, 
         for plan in plans:
             _say(str(plan))
     else:
-        assert to is not None
+        if to is None:
+            _fail("give --to DIR or --hub ORG")
+            return
         if dry_run:
             _say(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
             return

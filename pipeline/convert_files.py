@@ -1,9 +1,9 @@
 """``trajpipe convert``: trajectory files of any supported format → mini-coder JSONL.
 
-The same parse → convert → scrub → validate path as the pipeline, without the corpus-level
-steps (task dedup, leaks, trajectory dedup). Runs that cannot be converted are listed with
-their stage and reason, never skipped silently; a file that cannot be used at all (unreadable,
-empty, neither JSON, JSON Lines nor Parquet) is reported as unusable.
+The same steps as the pipeline (``pipeline.stages.STEPS``) without the corpus-level ones (task
+dedup, leaks, trajectory dedup): quarantine, parse, convert, scrub, validate. Runs that cannot be
+converted are listed with their stage and reason, never skipped silently; a file that cannot be
+used at all (unreadable, empty, neither JSON, JSON Lines nor Parquet) is reported as unusable.
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-import polars as pl
 
 from pipeline.config import Config, Limits
 from pipeline.context import Context
 from pipeline.episode import Quarantined, RawRun
-from pipeline.process import convert_runs
+from pipeline.process import run_steps
 from pipeline.sources.base import ShardVerdict, Unit
-from pipeline.stages.scrub import Scrub
-from pipeline.stages.validate import Validate
-from schemas.run import WORK, empty
+from pipeline.stages import STEPS
 
 # what a folder given to `convert` is expanded to (the formats `run` and `convert` read)
 SUFFIXES = (".traj", ".json", ".jsonl", ".parquet", ".gz")
@@ -95,14 +92,13 @@ def convert_files(files: list[Path], out: Path, *, step_limit: int = 250) -> Con
     """Convert every run in ``files`` and write one JSON line per run to ``out``."""
     from pipeline.parsers.files import iter_trajectory_file
 
-    ctx = Context(config=Config(no_benchmarks=True), benchmarks=None, catalog_tasks=None)
-    stages = [Scrub(ctx), Validate(ctx)]
+    config = Config(no_benchmarks=True, limits=Limits(step_limit=step_limit))
+    ctx = Context(config=config, benchmarks=None, catalog_tasks=None)
+    steps = [step(ctx) for step in STEPS if not step.corpus_level]
     lines: list[bytes] = []
     result = ConvertResult()
     names = uid_names(files)
     for path in files:
-        raws: list[RawRun] = []
-        fmt_of: dict[str, str] = {}
         # a file that gives no run at all is listed (one quarantine line) and reported as unusable
         if path.stat().st_size == 0:
             items: list[RawRun | Quarantined] = [Quarantined(f"{names[path]}#row=0", None, "unreadable", "empty file")]
@@ -118,22 +114,14 @@ def convert_files(files: list[Path], out: Path, *, step_limit: int = 250) -> Con
         elif all(isinstance(i, Quarantined) and i.reason in _UNUSABLE for i in items) and \
                 items[-1].source_uid.endswith("#row=0"):
             result.unusable.append(f"{path}: {items[-1].reason}: {items[-1].detail[:200]}")
-        for item in items:
-            if isinstance(item, Quarantined):
-                lines.append(orjson.dumps({"source_uid": item.source_uid, "format": None,
-                                           "drop": {"stage": "quarantine", "reason": item.reason,
-                                                    "detail": item.detail}}))
-                result.by_format[f"unknown/quarantine/{item.reason}"] += 1
-                result.dropped += 1
-            else:
-                raws.append(item)
-                fmt_of[item.source_uid] = item.origin
-        rows, drops, _ = convert_runs(raws, step_limit)
-        batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
-        for stage in stages:
-            res = stage(batch)
-            batch = res.kept
-            drops.extend(res.dropped.to_dicts())
+        fmt_of = {x.source_uid: x.origin for x in items if isinstance(x, RawRun)}
+        position = {x.source_uid: i for i, x in enumerate(items)}
+        batch, drop_frames, _ = run_steps(steps, items)
+        quarantine, parse, convert, *later = drop_frames
+        # runs that could not be read, then those that could not be converted (in file order),
+        # then the later steps' drops in step order
+        early = sorted([*parse.to_dicts(), *convert.to_dicts()], key=lambda d: position[d["source_uid"]])
+        drops = [*quarantine.to_dicts(), *early, *(d for f in later for d in f.to_dicts())]
         for d in drops:
             lines.append(orjson.dumps({"source_uid": d["source_uid"], "format": fmt_of.get(d["source_uid"]),
                                        "drop": {k: d[k] for k in ("stage", "reason", "detail")}}))

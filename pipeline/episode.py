@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast, get_args
+
+# RawRun.kind: which parser reads the run (pipeline.parsers.FORMATS)
+RunKind = Literal["view", "trace", "swelego", "sweagent", "openhands", "swesmith", "miniswe"]
+# the run's verdict on its task, as its source gave it
+Resolved = Literal["resolved", "not resolved", "unknown"]
+# why input was quarantined (docs/ARCHITECTURE.md, ledger vocabulary)
+QuarantineReason = Literal[
+    "bad_sha256", "bad_gzip", "chunk_too_large", "unreadable",  # a whole shard
+    "bad_json", "not_object", "missing_field", "record_too_large",  # one line or row
+    "unsafe_key", "bad_manifest_entry",  # manifest entries refused
+    "unknown_format",  # trajpipe convert: not a run of a known format
+]
 
 
 @dataclass(slots=True)
@@ -18,11 +30,19 @@ class RawRun:
 
     source_uid: str
     origin: str  # "Affine corpus" | "SWE-Lego" | a community format name
-    kind: str  # "view" | "trace" | "swelego" | "sweagent" | "openhands" | "swesmith" | "miniswe"
+    kind: RunKind
     epoch: int | None
     payload: dict[str, Any]
     raw_bytes: int
     resolved_hint: str | None = None  # e.g. SWE-Lego's split from the file name
+
+
+def quarantine_reason_named(text: str) -> QuarantineReason:
+    """The quarantine reason a reader's problem text starts with (``"bad_json: ..."``)."""
+    reason = text.split(":", 1)[0]
+    if reason not in get_args(QuarantineReason):
+        raise ValueError(f"not a quarantine reason: {reason!r}")
+    return cast(QuarantineReason, reason)
 
 
 @dataclass(slots=True)
@@ -31,7 +51,7 @@ class Quarantined:
 
     source_uid: str
     epoch: int | None
-    reason: str
+    reason: QuarantineReason
     detail: str
 
 
@@ -85,7 +105,7 @@ class Meta:
     model: str
     source_uid: str
     dialect: str
-    resolved: str = "unknown"  # "resolved" | "not resolved" | "unknown"
+    resolved: Resolved = "unknown"
     submitted: bool = False
     fold_group: str | None = None
     epoch: int | None = None

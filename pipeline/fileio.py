@@ -1,10 +1,17 @@
-"""Small file helpers shared by the state, the sources and the publishers."""
+"""Small file helpers shared by the state, the sources and the publishers.
+
+The one home of atomic writes: every file the pipeline leaves behind is written to a temp file
+beside it, fsynced and renamed over the target (:func:`fsync_replace`), so a reader or a run
+killed at any point sees the old file or the new one, never a partial one.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +30,15 @@ def _umask() -> int:
 FILE_MODE = 0o666 & ~_umask()
 
 
+def fsync_replace(tmp: Path, path: Path) -> None:
+    """Flush ``tmp`` to disk, give it the usual mode and rename it onto ``path`` (the one commit
+    point of every write)."""
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.chmod(tmp, FILE_MODE)
+    os.replace(tmp, path)
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temp path beside ``path``; on a clean exit it is fsynced and renamed onto ``path``,
@@ -33,10 +49,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
+        fsync_replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -51,6 +64,33 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
         return False
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+    return True
+
+
+def atomic_write_text(path: Path, text: str) -> bool:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    return b.exists() and a.stat().st_size == b.stat().st_size and filecmp.cmp(a, b, shallow=False)
+
+
+def replace_if_changed(tmp: Path, dest: Path) -> bool:
+    """Move ``tmp`` onto ``dest`` atomically unless ``dest`` already holds the same bytes (then the
+    temp file is removed and ``dest`` keeps its mtime). Returns whether ``dest`` changed."""
+    if same_bytes(tmp, dest):
+        tmp.unlink()
+        return False
+    fsync_replace(tmp, dest)
+    return True
+
+
+def copy_if_changed(src: Path, dest: Path) -> bool:
+    """Atomic copy of ``src`` to ``dest``, skipped when the bytes are the same."""
+    if same_bytes(src, dest):
+        return False
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(src, tmp)
     return True
 
 

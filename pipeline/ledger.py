@@ -8,18 +8,61 @@ the invariant ``ingested = published + dropped + quarantined`` is a real check, 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import polars as pl
 
+from pipeline.stages import STAGE_ORDER
+from pipeline.state import IngestKey
 from schemas.run import DROPS, empty
-
-STAGE_ORDER = ["quarantine", "parse", "convert", "task_dedup", "solution_leak", "benchmark_leak",
-               "scrub", "validate", "traj_dedup"]
 
 
 class InvariantError(RuntimeError):
     pass
+
+
+class Block(TypedDict):
+    total: int
+    by_epoch: dict[str, int]
+    by_dataset: dict[str, int]
+
+
+class Invariant(TypedDict):
+    ok: bool
+    ingested: int
+    published: int
+    dropped: int
+    quarantined: int
+    datasets_off: dict[str, dict[str, int]]  # datasets whose books do not balance
+    epochs_off: dict[str, dict[str, int]]
+
+
+class Benchmarks(TypedDict):
+    checked: bool
+    tables: list[str]
+
+
+class Validation(TypedDict):
+    ok: bool
+    datasets: int
+    problems: list[str]
+
+
+class Stats(TypedDict):
+    """``ledger/stats.json`` (docs/ARCHITECTURE.md)."""
+
+    ingested: Block
+    converted: int
+    published: Block
+    dropped: Block
+    quarantined: Block
+    drops: dict[str, int]  # "<stage>/<reason>" -> runs
+    counters: dict[str, int]
+    benchmarks: Benchmarks
+    invariant: Invariant
+    raw_bytes: NotRequired[int]
+    epochs: NotRequired[list[int]]
+    validation: NotRequired[Validation]  # set once the trees are written and checked
 
 
 def _by(frame: pl.DataFrame, col: str) -> dict[str, int]:
@@ -29,22 +72,21 @@ def _by(frame: pl.DataFrame, col: str) -> dict[str, int]:
     return {k: int(n) for k, n in keyed.group_by("k").len().sort("k").iter_rows()}
 
 
-def _block(frame: pl.DataFrame) -> dict[str, Any]:
+def _block(frame: pl.DataFrame) -> Block:
     return {"total": frame.height, "by_epoch": _by(frame, "epoch"), "by_dataset": _by(frame, "dataset")}
 
 
-def compute_stats(ingested: Counter[str], published: pl.DataFrame, drops: pl.DataFrame,
+def compute_stats(ingested: Counter[IngestKey], published: pl.DataFrame, drops: pl.DataFrame,
                   counters: Counter[str], *, benchmarks_checked: bool,
-                  benchmark_tables: list[str]) -> dict[str, Any]:
+                  benchmark_tables: list[str]) -> Stats:
     """Totals by epoch and dataset, drop counts by stage/reason, counters and the invariant.
 
-    ``ingested`` is keyed ``"<dataset>|<epoch>"`` (dataset empty for quarantined input)."""
+    ``ingested`` is keyed ``(dataset, epoch)`` (dataset empty for quarantined input)."""
     q = drops.filter(pl.col("stage") == "quarantine")
     d = drops.filter(pl.col("stage") != "quarantine")
     ing_epoch: Counter[str] = Counter()
     ing_dataset: Counter[str] = Counter()
-    for key, n in ingested.items():
-        ds, ep = key.split("|", 1)
+    for (ds, ep), n in ingested.items():
         ing_epoch[ep] += n
         if ds:
             ing_dataset[ds] += n
@@ -81,13 +123,13 @@ def compute_stats(ingested: Counter[str], published: pl.DataFrame, drops: pl.Dat
     }
 
 
-def check_invariant(stats: dict[str, Any]) -> None:
+def check_invariant(stats: Stats) -> None:
     inv = stats["invariant"]
     if not inv["ok"]:
         raise InvariantError(
             f"accounting broken: ingested {inv['ingested']} != published {inv['published']} + "
             f"dropped {inv['dropped']} + quarantined {inv['quarantined']} "
-            f"(datasets off: {inv['datasets_off']}, epochs off: {inv.get('epochs_off')}); nothing was published")
+            f"(datasets off: {inv['datasets_off']}, epochs off: {inv['epochs_off']}); nothing was published")
 
 
 def sorted_drops(drops: pl.DataFrame | None) -> pl.DataFrame:

@@ -291,7 +291,7 @@ def _mkdir(p: Path) -> Path:
 _ns_cache: list[bool] = []
 
 
-def _NS_OK() -> bool:  # noqa: N802 - cached probe
+def _NS_OK() -> bool:
     if not _ns_cache:
         _ns_cache.append(NamespaceShell.available())
     return _ns_cache[0]

@@ -6,6 +6,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pipeline.episode import Episode, RawRun
+from pipeline.parsers import harness_of, machine_of
 from schemas.machines import dataset_name
 
 if TYPE_CHECKING:
@@ -49,24 +50,8 @@ def normalise_repo(repo: str) -> str:
     return r.replace("/", "__") if "__" not in r else r
 
 
-def harness_of(raw: RawRun) -> str:
-    """The harness a raw run was recorded in, read without parsing the run."""
-    p = raw.payload
-    if raw.kind in ("view", "trace"):
-        policy = p.get("policy")
-        h = policy.get("harness") if isinstance(policy, dict) else None
-        return h if isinstance(h, str) and h else "null"
-    return {
-        "swelego": "openhands",
-        "sweagent": "swe-agent",
-        "openhands": "openhands",
-        "swesmith": "swe-smith",
-        "miniswe": "mini-swe-agent",
-    }.get(raw.kind, raw.kind)
-
-
 def dataset_of(raw: RawRun) -> str:
-    return dataset_name(raw.origin, harness_of(raw))
+    return dataset_name(raw.origin, machine_of(harness_of(raw)))
 
 
 def work_row(raw: RawRun, ep: Episode, conv: Converted) -> dict[str, Any]:

@@ -24,12 +24,12 @@ from pipeline.config import Config
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_write_bytes, atomic_write_json, file_sha256
-from pipeline.ledger import InvariantError, check_invariant, compute_stats, sorted_drops
+from pipeline.ledger import InvariantError, Stats, Validation, check_invariant, compute_stats, sorted_drops
 from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from pipeline.state import State, parquet_bytes, workdir_lock
+from pipeline.state import IngestKey, State, decode_ingested, encode_ingested, parquet_bytes, workdir_lock
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
 
 
@@ -42,7 +42,7 @@ class RunSummary:
     units_total: int = 0
     units_new: int = 0
     units_processed: int = 0  # not served from the cache
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: Stats | None = None
     datasets: list[str] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)  # units not fetched this run (retried next run)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -200,18 +200,19 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
+    from pipeline.context import Context
     from pipeline.stages.scrub import scrub_ledger
-    from pipeline.stages.traj_dedup import traj_dedup
+    from pipeline.stages.traj_dedup import TrajDedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
     kept_paths = [state.unit_file(u.state_key, chash, "kept.parquet") for u in new]
-    ingested: Counter[str] = Counter()
+    ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for m in metas:
-        ingested.update(m["ingested"])
+        ingested.update(decode_ingested(m["ingested"]))
         counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
-        ingested[f"|{epoch_key(ep)}"] += 1
+        ingested["", epoch_key(ep)] += 1
     drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
     drops.append(refused)
     keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
@@ -226,7 +227,8 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
     admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            res = traj_dedup(keys.sort("source_uid"), held_runs(state, config), config.dedup)
+            step = TrajDedup(Context(config, benchmarks=None, catalog_tasks=None), held_runs(state, config))
+            res = step(keys.sort("source_uid"))
             admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
             counters.update(res.counters)
@@ -244,7 +246,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
     seq = state.next_seq()
     files = state.write_parts(seq, admitted_rows(), ledger)
     return PendingCommit(seq, [u.state_key for u in new], files,
-                         {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
+                         {"ingested": encode_ingested(ingested), "counters": dict(sorted(counters.items())),
                           "signature_scheme": signature_scheme(config),
                           "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
 
@@ -278,10 +280,10 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
 
     files = pending.files if pending else None
     commits = state.commits() + ([pending.meta] if pending else [])
-    ingested: Counter[str] = Counter()
+    ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for c in commits:
-        ingested.update(c.get("ingested", {}))
+        ingested.update(decode_ingested(c.get("ingested", {})))
         counters.update(c.get("counters", {}))
     # stats need three narrow columns; the trees are written from a lazy scan, one dataset at a time
     published = state.published(columns=["source_uid", "dataset", "epoch"], pending=files)
@@ -327,11 +329,11 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
     return stats, datasets
 
 
-def write_stats(ledger_dir: Path, stats: dict[str, Any]) -> None:
+def write_stats(ledger_dir: Path, stats: Stats) -> None:
     atomic_write_bytes(ledger_dir / "stats.json", orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
 
 
-def verify_trees(publish_dir: Path, datasets: list[str], stats: dict[str, Any]) -> dict[str, Any]:
+def verify_trees(publish_dir: Path, datasets: list[str], stats: Stats) -> Validation:
     """Check what was written, from the files alone: every shard has the published schema, and
     each dataset's shards hold exactly the rows the ledger says it published."""
     problems: list[str] = []

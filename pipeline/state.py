@@ -19,9 +19,10 @@ import hashlib
 import os
 import re
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import orjson
 import polars as pl
@@ -31,12 +32,70 @@ import pyarrow.parquet as pq
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256
 
+# (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
+# "none" for runs without one (pipeline.process.epoch_key)
+IngestKey = tuple[str, str]
+
+
+class UnitMeta(TypedDict):
+    """``cache/<unit>-<config>/meta.json``: what one unit read and decided (written last)."""
+
+    unit: str
+    source: str
+    key: str
+    url: str
+    epoch: int | None
+    verdict: str  # "ok" or the quarantine reason of a shard that failed verification
+    ingested: dict[str, int]  # encode_ingested form
+    counters: dict[str, int]
+    raw_bytes: int
+
+
+class UnitSummary(UnitMeta):
+    """What ``process_unit`` returns: the meta and this call's wall time per step (not cached)."""
+
+    seconds: dict[str, float]
+
+
+class CommitMeta(TypedDict, total=False):
+    """What a run records about its decisions besides its number and units."""
+
+    ingested: dict[str, int]  # encode_ingested form
+    counters: dict[str, int]
+    signature_scheme: str  # how the admitted runs' MinHash signatures were made
+    raw_bytes: int
+    files: dict[str, str]  # sha256 of every state file the record names (verified on read)
+    state_format: int
+    check: str  # the record's own seal
+
+
+class CommitRecord(CommitMeta):
+    """``commits/<seq>.json``: the units run ``seq`` decided, what they read, and how it signed."""
+
+    seq: int
+    units: list[str]
+
+
+def encode_ingested(counts: Counter[IngestKey]) -> dict[str, int]:
+    """The JSON form of ingested counts: ``"<dataset>|<epoch>"`` keys, sorted (the on-disk format
+    of meta.json and commit records, so work dirs written before stay readable)."""
+    return dict(sorted((f"{ds}|{ep}", n) for (ds, ep), n in counts.items()))
+
+
+def decode_ingested(counts: dict[str, int]) -> Counter[IngestKey]:
+    out: Counter[IngestKey] = Counter()
+    for key, n in counts.items():
+        ds, ep = key.split("|", 1)
+        out[ds, ep] += n
+    return out
+
 
 def parquet_bytes(table: pa.Table) -> bytes:
     """Deterministic Parquet bytes (same table → same bytes)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_statistics=True)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def atomic_write_parquet(path: Path, frame: pl.DataFrame) -> bool:
@@ -187,7 +246,7 @@ class UnitWriter:
         self._tmp.unlink(missing_ok=True)
         self.discard_drops("d")
 
-    def finish(self, empty_kept: pl.DataFrame, empty_drops: pl.DataFrame, meta: dict[str, Any]) -> None:
+    def finish(self, empty_kept: pl.DataFrame, empty_drops: pl.DataFrame, meta: UnitMeta) -> None:
         try:
             if self._writer is None:
                 self.write(empty_kept)
@@ -267,11 +326,11 @@ class State:
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
 
-    def read_unit_meta(self, unit_key: str, config_hash: str) -> dict[str, Any]:
+    def read_unit_meta(self, unit_key: str, config_hash: str) -> UnitMeta:
         path = self.cache_dir(unit_key, config_hash) / "meta.json"
         meta = read_sealed(path)
         self._verify_named(path, path.parent, meta.get("files") or {})
-        return {k: v for k, v in meta.items() if k not in ("check", "files", "state_format")}
+        return cast(UnitMeta, {k: v for k, v in meta.items() if k not in ("check", "files", "state_format")})
 
     def unit_file(self, unit_key: str, config_hash: str, name: str) -> Path:
         """A verified file of a cached unit (``kept.parquet`` or ``drops.parquet``)."""
@@ -284,10 +343,10 @@ class State:
         return path.parent / name
 
     # -- commits --------------------------------------------------------------------------
-    def commits(self) -> list[dict[str, Any]]:
+    def commits(self) -> list[CommitRecord]:
         """Every commit record, in order, verified: each whole, numbered 0..n-1 without a gap, and
         every file it names present with its recorded sha256."""
-        out = []
+        out: list[CommitRecord] = []
         for p in sorted((self.root / "commits").iterdir()):
             m = COMMIT_NAME.match(p.name)
             if not m:
@@ -299,7 +358,7 @@ class State:
                 raise StateDamaged(f"state file {self.root / 'commits' / f'{len(out):06d}.json'} is missing "
                                    f"(found {p.name} next); {REBUILD_HINT}")
             self._verify_named(p, self.root, record.get("files") or {})
-            out.append(record)
+            out.append(cast(CommitRecord, record))
         return out
 
     def committed_units(self) -> set[str]:
@@ -320,7 +379,7 @@ class State:
             pq.write_table(drops.to_arrow(), tmp, compression="zstd", write_statistics=True)
         return {rel: file_sha256(self.root / rel) for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")}
 
-    def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: dict[str, Any]) -> None:
+    def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: CommitMeta) -> None:
         """The commit record, last: from here on run ``seq``'s decisions count."""
         crashpoint("commit_record")
         atomic_write_json(self.root / "commits" / f"{seq:06d}.json",
@@ -328,7 +387,7 @@ class State:
                                    "state_format": STATE_FORMAT}))
 
     def commit(self, seq: int, units: list[str], published: Iterable[pl.DataFrame], drops: pl.DataFrame,
-               meta: dict[str, Any]) -> None:
+               meta: CommitMeta) -> None:
         """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
         self.write_record(seq, units, self.write_parts(seq, published, drops), meta)
 

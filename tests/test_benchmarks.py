@@ -54,7 +54,7 @@ def test_loader_reads_parquet_jsonl_and_csv_from_any_folder(tmp_path: Path) -> N
 def test_loader_fails_clearly_without_any_table(tmp_path: Path) -> None:
     (tmp_path / "PROVENANCE.md").write_text("#")
     (tmp_path / "swesmith_repos.csv").write_text("owner,repo,commit,swesmith_repo_key\na,b,c,a__b.c\n")
-    with pytest.raises(NoBenchmarksError, match="no benchmark table.*--no-benchmarks"):
+    with pytest.raises(NoBenchmarksError, match=r"no benchmark table.*--no-benchmarks"):
         load_benchmarks(tmp_path)
     with pytest.raises(NoBenchmarksError, match="does not exist"):
         load_benchmarks(tmp_path / "missing")

@@ -109,7 +109,7 @@ def test_features_are_what_datasets_writes_for_the_schema() -> None:
 
 
 def test_body_numbers_come_from_rows_and_ledger() -> None:
-    card, rows = bash_card()
+    card, _rows = bash_card()
     assert ("8 coding-agent trajectories on 8 SWE-smith tasks, converted to the format of albedo's "
             "`mini-coder` source") in card
     assert ("- **Origin:** Affine's public training corpus (`https://data.affine.io`, view `duel_turns@v4`, "

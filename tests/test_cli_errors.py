@@ -145,7 +145,7 @@ def _fill(text: str, build: dict[str, Path]) -> str:
 def test_wrong_invocation_gets_its_exit_code_and_one_line(build: dict[str, Path], args: list[str], code: int,
                                                           line: str) -> None:
     res = CliRunner().invoke(app, [_fill(a, build) for a in args], prog_name="trajpipe")
-    assert "Traceback" not in res.stderr and res.exception is None or isinstance(res.exception, SystemExit)
+    assert ("Traceback" not in res.stderr and res.exception is None) or isinstance(res.exception, SystemExit)
     assert (res.exit_code, res.stderr.splitlines()) == (code, [_fill(line, build)])
 
 

@@ -27,7 +27,7 @@ def one(step: Step) -> tuple[str, str, int, Converted]:
 
 
 def sh(cmd: str, cwd: Path) -> tuple[int, str]:
-    res = subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
+    res = subprocess.run(check=False, args=["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
     return res.returncode, res.stdout + res.stderr
 
 
@@ -48,7 +48,7 @@ def test_bash_wrappers_are_peeled(raw: str, command: str) -> None:
 
 def test_openhands_exit_marker_is_the_returncode_and_not_output() -> None:
     obs = "Traceback ...\nValueError\n[The command completed with exit code 1.]\n[Current working directory: /workspace/proj]"
-    cmd, out, rc, conv = one(call("execute_bash", obs, command="python a.py"))
+    _cmd, out, rc, conv = one(call("execute_bash", obs, command="python a.py"))
     assert (out, rc) == ("Traceback ...\nValueError\n", 1)
     assert conv.counters["convert/returncode_inferred"] == 0
 
@@ -84,7 +84,7 @@ def test_view_range_is_numbered_like_the_editor(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("".join(f"line {i}\n" for i in range(1, 30)))
     obs = f"Here's the result of running `cat -n` on {tmp_path}/b.py:\n" + "".join(
         f"{i:6}\tline {i}\n" for i in range(10, 13))
-    cmd, out, rc, _ = one(call("str_replace_editor", obs, command="view", path=f"{tmp_path}/b.py",
+    cmd, out, _rc, _ = one(call("str_replace_editor", obs, command="view", path=f"{tmp_path}/b.py",
                                view_range=[10, 12]))
     assert cmd == f"cat -n '{tmp_path}/b.py' | sed -n '10,12p'"
     assert sh(cmd, tmp_path) == (0, out)

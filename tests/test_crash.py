@@ -23,7 +23,7 @@ def trajpipe_run(corpus: Path, work: Path, crash: str | None = None) -> subproce
     if crash:
         env["TRAJPIPE_CRASH_AT"] = crash
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "run", "--affine", str(corpus), "--workdir", str(work),
+        check=False, args=[sys.executable, "-m", "pipeline.cli", "run", "--affine", str(corpus), "--workdir", str(work),
          "--no-benchmarks", "--workers", "1"],
         env=env, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1])
 

@@ -119,7 +119,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body[start:])
 
-    def do_GET(self) -> None:  # noqa: C901 - one branch per behaviour
+    def do_GET(self) -> None:
         prefix, _, rel = self.path.lstrip("/").partition("/")
         rel = urllib.parse.unquote(rel)
         host = self.headers.get("Host", "")

@@ -43,7 +43,7 @@ def leak_run(commands: list[str], outputs: list[str], **kw: object) -> dict[str,
     return work_row([*commands, SUBMIT], [*outputs, ""], **kw)
 
 
-def run_solution(*rows: dict[str, object]):  # noqa: ANN201
+def run_solution(*rows: dict[str, object]):
     return SolutionLeak(ctx())(work_frame(list(rows)))
 
 

@@ -166,7 +166,7 @@ def test_shingles_never_cross_runs_and_short_runs_get_one_shingle() -> None:
     # "a b c d e" is the first shingle of run 0 and the only one of run 3: same hash
     assert hashes[offsets[3]] == hashes[offsets[0]]
     # the short run's shingle depends on its own tokens only
-    h2, o2 = shingle_hashes(pl.Series(["x y", "q r s t u v"]), 5)
+    h2, _o2 = shingle_hashes(pl.Series(["x y", "q r s t u v"]), 5)
     assert h2[0] == hashes[offsets[1]]
 
 

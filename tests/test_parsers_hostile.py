@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ def test_longest_path_is_a_simple_parent_chain(parents: list[int | None]) -> Non
     path = longest_path(clean)
     assert len(path) == len(set(path))
     assert (path == []) == (parents == [])
-    for a, b in zip(path, path[1:], strict=False):
+    for a, b in itertools.pairwise(path):
         assert clean[b] == a
 
 

@@ -62,7 +62,7 @@ def test_map_returns_input_order_and_stops_its_own_ray(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields the module
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     ray = pytest.importorskip("ray")
     os.environ.pop("RAY_ADDRESS", None)
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
@@ -72,7 +72,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yie
 
 
 @pytest.mark.ray
-def test_task_failure_raises_the_original_error_and_keeps_a_borrowed_ray(ray_cluster) -> None:  # noqa: ANN001
+def test_task_failure_raises_the_original_error_and_keeps_a_borrowed_ray(ray_cluster) -> None:
     ex = RayExecutor(2, None)
     with pytest.raises(ValueError, match="bad item 3"):
         ex.map(fail_on_three, list(range(8)))
@@ -85,7 +85,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.ray
-def test_ray_and_local_publish_byte_identical_trees(ray_cluster, tmp_path: Path) -> None:  # noqa: ANN001
+def test_ray_and_local_publish_byte_identical_trees(ray_cluster, tmp_path: Path) -> None:
     from pipeline.config import Config
     from pipeline.runner import run_pipeline
     from pipeline.sources.synth import synth

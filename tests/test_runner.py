@@ -102,9 +102,7 @@ def test_corrupted_chunks_are_quarantined_and_the_run_finishes(tmp_path: Path) -
     k_lines = f"{VIEW_DIR}/view_0001_0003.jsonl.gz"
     missing = {k: v for k, v in distinct(6).items() if k != "nodes"}
     sha_lines = write_chunk(corpus, k_lines, jsonl([distinct(5), b"{broken", missing]))
-    write_epoch(corpus, 1, good + [
-        {"key": k_sha, "sha256": "0" * 64}, {"key": k_trunc, "sha256": hashlib.sha256(raw).hexdigest()},
-        {"key": k_lines, "sha256": sha_lines}])
+    write_epoch(corpus, 1, [*good, {"key": k_sha, "sha256": "0" * 64}, {"key": k_trunc, "sha256": hashlib.sha256(raw).hexdigest()}, {"key": k_lines, "sha256": sha_lines}])
 
     summary = run_pipeline(config(corpus, work))
     stats = summary.stats
@@ -146,7 +144,7 @@ def test_one_run_per_workdir(tmp_path: Path) -> None:
 
         code = ("import sys; from pathlib import Path; from pipeline.state import workdir_lock\n"
                 f"with workdir_lock(Path({str(tmp_path)!r})): pass")
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True)
         if "WorkdirLocked" in proc.stderr:
             raise WorkdirLocked("in use")
     # a lock left by a dead process is recovered

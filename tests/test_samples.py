@@ -19,12 +19,12 @@ import pytest
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-"))
 
-from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode  # noqa: E402
-from pipeline.episode import Episode, RawRun  # noqa: E402
-from pipeline.parsers import parse_raw  # noqa: E402
-from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
-from pipeline.stages.validate import validate_messages  # noqa: E402
-from tests.conftest import REAL, SAMPLE_FILES  # noqa: E402
+from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
+from pipeline.episode import Episode, RawRun
+from pipeline.parsers import parse_raw
+from pipeline.parsers.files import iter_trajectory_file
+from pipeline.stages.validate import validate_messages
+from tests.conftest import REAL, SAMPLE_FILES
 
 SAMPLES = REAL
 FILES = sorted(SAMPLE_FILES)
@@ -168,11 +168,11 @@ def test_sweagent_function_calling_replays_on_the_demo_file(samples: Path, tmp_p
     lines = [ln.split(":", 1)[1] for ln in conv.outputs[1].splitlines()[1:]]
     f.write_text("\n".join(lines) + "\n")
     for cmd, out, rc in zip(conv.commands[:3], conv.outputs[:3], conv.returncodes[:3], strict=True):
-        res = subprocess.run(["bash", "-c", cmd.replace("/testbed", str(tmp_path))], cwd=tmp_path,
+        res = subprocess.run(check=False, args=["bash", "-c", cmd.replace("/testbed", str(tmp_path))], cwd=tmp_path,
                              capture_output=True, text=True, timeout=20)
         assert (res.returncode, res.stdout) == (rc, out.replace("/testbed", str(tmp_path)))
     assert "def division(a: float, b: float) -> float:\n" in f.read_text()
-    run = subprocess.run(["python3", "tests/missing_colon.py"], cwd=tmp_path, capture_output=True, text=True)
+    run = subprocess.run(["python3", "tests/missing_colon.py"], check=False, cwd=tmp_path, capture_output=True, text=True)
     assert run.stdout == conv.outputs[3]  # SWE-agent 1.x recorded it without the final newline: restored
 
 
@@ -222,7 +222,7 @@ def test_marshmallow_rejected_edit_replays_without_touching_the_file(samples: Pa
     # filler that compiles keeps the class body (the window starts inside a method) valid
     text = "class TimeDelta:\n" + "    pass\n" * (first - 2) + "".join(t + "\n" for _, t in numbered)
     f.write_text(text)
-    res = subprocess.run(["bash", "-c", conv.commands[6].replace("/testbed", str(tmp_path))], cwd=tmp_path,
+    res = subprocess.run(check=False, args=["bash", "-c", conv.commands[6].replace("/testbed", str(tmp_path))], cwd=tmp_path,
                          capture_output=True, text=True, timeout=20)
     assert (res.returncode, res.stdout) == (1, out.replace("/testbed", str(tmp_path)))
     assert f.read_text() == text

@@ -62,16 +62,13 @@ def work_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 def sample_rows() -> list[dict[str, Any]]:
     """Two datasets over two epochs, with varied resolved/language/pool/id_kind values."""
-    rows = []
     langs = ["python"] * 5 + ["java"] * 2 + ["rust"]
-    for i in range(8):
-        rows.append(work_row(i, epoch=84 if i < 6 else 85, language=langs[i],
-                             resolved=["unknown", "unknown", "resolved", "not resolved"][i % 4],
-                             id_kind="albedo" if i in (1, 2) else "pool"))
-    for i in range(3):
-        rows.append(work_row(100 + i, dataset="mini-coder-swe-lego-openhands", epoch=0, harness="openhands",
-                             pool="SWE-Lego", resolved="resolved"))
-    return rows
+    affine = [work_row(i, epoch=84 if i < 6 else 85, language=langs[i],
+                       resolved=["unknown", "unknown", "resolved", "not resolved"][i % 4],
+                       id_kind="albedo" if i in (1, 2) else "pool") for i in range(8)]
+    lego = [work_row(100 + i, dataset="mini-coder-swe-lego-openhands", epoch=0, harness="openhands",
+                     pool="SWE-Lego", resolved="resolved") for i in range(3)]
+    return affine + lego
 
 
 def sample_drops() -> pl.DataFrame:

@@ -41,7 +41,7 @@ from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrapper
 from pipeline.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.common import SUBMIT_MARKERS
 
-__all__ = ["Converted", "convert_episode", "SUBMIT_COMMAND"]
+__all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode"]
 
 
 @dataclass

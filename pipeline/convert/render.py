@@ -7,42 +7,37 @@ Pure-Python equivalents of the jinja2 templates of mini-swe-agent 1.17.5 ``extra
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 
-ACTION_REGEX = r"```bash\s*\n(.*?)\n```"  # mini-swe-agent >= 1.12 AgentConfig.action_regex
-_ACTION_RE = re.compile(ACTION_REGEX, re.DOTALL)
-SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
-SUBMIT_COMMAND = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
-TRUNCATE_AT = 10_000  # output rendered whole when len(output) < 10000 characters
-
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "schemas" / "prompts"
-
-_WARNING = (
-    "<warning>\n"
-    "The output of your last command was too long.\n"
-    "Please try a different command that produces less output.\n"
-    "If you're looking at a file you can try use head, tail or sed to view a smaller number of lines selectively.\n"
-    "If you're using grep or find and it produced too much output, you can use a more selective search pattern.\n"
-    "If you really need to see something from the full command's output, you can redirect output to a file and then search in that file.\n"
-    "</warning>"
+from schemas.miniswe import (
+    ACTION_RE,
+    ACTION_REGEX,
+    INSTANCE_TEMPLATE,
+    PROMPTS_DIR,
+    SENTINELS,
+    SUBMIT_COMMAND,
+    SYSTEM_TEMPLATE,
+    TRUNCATE_AT,
+    TRUNCATION_WARNING,
+    template,
 )
 
+__all__ = ["ACTION_REGEX", "PROMPTS_DIR", "SENTINELS", "SUBMIT_COMMAND", "TRUNCATE_AT"]
 
-@cache
+_ACTION_RE = ACTION_RE
+_WARNING = TRUNCATION_WARNING
+
+
 def _template(name: str) -> str:
-    text = (PROMPTS_DIR / name).read_text(encoding="utf-8")
-    # jinja2's default keep_trailing_newline=False drops exactly one trailing newline
-    return text[:-1] if text.endswith("\n") else text
+    return template(name)
 
 
 def render_system() -> str:
-    return _template("system.txt")
+    return _template(SYSTEM_TEMPLATE)
 
 
 def render_instance(task: str) -> str:
     # {{task}} is the only construct in the template; jinja substitutes the value verbatim
-    return _template("instance.txt").replace("{{task}}", task)
+    return _template(INSTANCE_TEMPLATE).replace("{{task}}", task)
 
 
 def is_truncated_render(output: str) -> bool:

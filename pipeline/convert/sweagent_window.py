@@ -84,7 +84,7 @@ JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "insert": (frozenset({"text"}), frozenset({"line"})),
 }
 EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace-all", "replace_all"}))
-EDIT_LINES = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
+EDIT_LINES: tuple[frozenset[str], frozenset[str]] = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
 REJECTED = "Your proposed edit has introduced new syntax error"
 # which branch of SWE-agent's edit(search, replace) ran, as its success message says
 _REPLACED_ALL = re.compile(r"\AReplaced (\d+) occurrences")

@@ -621,4 +621,4 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
     raise ConvertError("unknown_tool", name)
 
 
-__all__ = ["Action", "ToolState", "convert_call", "peel_wrappers", "split_exit_marker", "SUBMIT_COMMAND"]
+__all__ = ["SUBMIT_COMMAND", "Action", "ToolState", "convert_call", "peel_wrappers", "split_exit_marker"]

@@ -34,19 +34,21 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.config import DedupParams
-from pipeline.dedup.minhash import fmix64, permutations, sign_block
+from pipeline.dedup.minhash import permutations, sign_block
+from pipeline.hashing import GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.textbytes import utf8_buffers
+from schemas.miniswe import ACTION_REGEX_POLARS
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
-BASH_FENCE = r"```bash\s*\n(?s:(.*?))\n```"
+BASH_FENCE = ACTION_REGEX_POLARS
 
 # A stored signature must be recomputed (not compared) when this scheme string differs.
 # v3: tokens are hashed from their UTF-8 bytes (polynomial + fmix64), not by polars' hash.
 SIGNATURE_SCHEME = "affine32-fmix32/word{shingle}/bytepoly64/v3"
 
-_SHINGLE_MUL = 0x9E3779B97F4A7C15  # odd: multiplying by its powers is a bijection mod 2^64
-_TOKEN_MUL = 0xC2B2AE3D27D4EB4F  # folds the 8-byte words of a long token
-_LEN_MUL = 0x165667B19E3779F9
+_SHINGLE_MUL = GOLDEN64  # odd: multiplying by its powers is a bijection mod 2^64
+_TOKEN_MUL = XXH_PRIME64_2  # folds the 8-byte words of a long token
+_LEN_MUL = XXH_PRIME64_3
 _M64 = (1 << 64) - 1
 
 # Masks, one regex pass each. ASCII word boundaries (?-u:\b) keep the regex engine on its fast
@@ -192,7 +194,9 @@ def _word_at(words: npt.NDArray[np.uint64], pos: npt.NDArray[np.int64]) -> npt.N
     shift = (pos & 7).astype(np.uint64) << np.uint64(3)
     q = pos >> 3
     # numpy defines a shift by >= 64 as 0, so shift == 0 takes the low word alone
-    return (np.take(words, q) >> shift) | (np.take(words, q + 1) << (np.uint64(64) - shift))
+    low: npt.NDArray[np.uint64] = np.take(words, q) >> shift
+    high: npt.NDArray[np.uint64] = np.take(words, q + 1) << (np.uint64(64) - shift)
+    return low | high
 
 
 def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], ws_: _Workspace
@@ -298,7 +302,7 @@ def _map_units(streams: pl.Series, threads: int | None, fn: _UnitFn[_T]) -> list
     groups = _work_groups(off, max(1, n_threads))
 
     def work(group: list[tuple[int, int]]) -> list[_T]:
-        with _POOL.borrow(max(_BYTE_CHUNK * 2, max(int(off[r1] - off[r0]) for r0, r1 in group))) as space:
+        with _POOL.borrow(max(_BYTE_CHUNK * 2, *(int(off[r1] - off[r0]) for r0, r1 in group))) as space:
             out = []
             for r0, r1 in group:
                 lo = int(off[r0])

@@ -14,11 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from pipeline.dedup.minhash import fmix64, is_empty
-
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5,
-                 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x85EBCA77C2B2AE63, 0xD6E8FEB86659FD93],
-                dtype=np.uint64)
+from pipeline.dedup.minhash import is_empty
+from pipeline.hashing import BAND_MIX as _MIX
+from pipeline.hashing import fmix64
 
 # Bands whose key is shared by more runs than this link them as a chain (sorted by index)
 # instead of all pairs, so a degenerate band cannot blow up quadratically.

@@ -20,6 +20,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.hashing import MURMUR32_C1, MURMUR32_C2
+
 MAX_HASH = np.uint32(0xFFFFFFFF)  # datasketch's "empty" value (no shingle seen)
 
 # Shingles per thread block: blocks of whole documents of about this many values.
@@ -38,24 +40,6 @@ def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.
     return a, b
 
 
-def fmix64(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """MurmurHash3's 64-bit finalizer (wrapping arithmetic is the intended mod 2^64)."""
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
-
-
-def fmix32(h: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """MurmurHash3 finalizer on uint32 (wrapping arithmetic is the intended mod 2^32)."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
-
-
 @numba.njit(nogil=True, cache=True, boundscheck=False)  # type: ignore[misc]
 def _sign_kernel(h: npt.NDArray[np.uint32], off: npt.NDArray[np.int64], a: npt.NDArray[np.uint32],
                  b: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32]) -> None:  # pragma: no cover - compiled
@@ -68,9 +52,9 @@ def _sign_kernel(h: npt.NDArray[np.uint32], off: npt.NDArray[np.int64], a: npt.N
             # fmix32 in 64-bit registers, masked: numba widens uint32 products.
             x = np.uint64(h[i])
             x = x ^ (x >> np.uint64(16))
-            x = (x * np.uint64(0x85EBCA6B)) & _M32
+            x = (x * np.uint64(MURMUR32_C1)) & _M32
             x = x ^ (x >> np.uint64(13))
-            x = (x * np.uint64(0xC2B2AE35)) & _M32
+            x = (x * np.uint64(MURMUR32_C2)) & _M32
             x32 = np.uint32(x ^ (x >> np.uint64(16)))
             for k in range(n_perm):
                 t = np.uint32(a[k] * x32 + b[k])
@@ -129,4 +113,5 @@ def signatures(hashes: npt.ArrayLike, offsets: npt.ArrayLike, num_perm: int = 12
 
 def is_empty(sig: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
     """Rows that saw no shingle at all (never near-duplicates of each other)."""
-    return np.all(sig == MAX_HASH, axis=-1)
+    empty: npt.NDArray[np.bool_] = np.all(sig == MAX_HASH, axis=-1)
+    return empty

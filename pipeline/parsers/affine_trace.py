@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.episode import Episode, ParseError, RawRun
-from pipeline.parsers.affine_view import graph_messages
-from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from
+from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy_harness
+from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from, sub_dict
+from pipeline.parsers.format import Format
 
 
 def _trace_resolved(trace: dict[str, Any]) -> str:
@@ -21,8 +22,8 @@ def _trace_resolved(trace: dict[str, Any]) -> str:
 def parse_trace(raw: RawRun) -> Episode:
     env = raw.payload
     trace = as_dict(env.get("trace"), "trace")
-    task = env.get("task") if isinstance(env.get("task"), dict) else {}
-    policy = env.get("policy") if isinstance(env.get("policy"), dict) else {}
+    task = sub_dict(env, "task")
+    policy = sub_dict(env, "policy")
     nodes = as_list(trace.get("nodes"), "trace.nodes")
     if not nodes:
         raise ParseError("no_steps", "trace.nodes is empty")
@@ -48,3 +49,11 @@ def parse_trace(raw: RawRun) -> Episode:
     )
     ep.counters.update(counters)
     return ep
+
+
+def _detect(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("trace"), dict) and isinstance(obj.get("task"), dict)
+
+
+FORMAT = Format(kind="trace", parse=parse_trace, harness=policy_harness, machines=AFFINE_MACHINES,
+                name="Affine trace", detect=_detect, origin="Affine corpus", sources=("affine-trace",))

@@ -13,8 +13,10 @@ from pipeline.parsers.common import (
     messages_episode,
     opt_str,
     resolved_from,
+    sub_dict,
     text_of,
 )
+from pipeline.parsers.format import Format, Machines
 
 
 def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int | None:
@@ -132,7 +134,7 @@ def parse_view(raw: RawRun) -> Episode:
     if not nodes:
         raise ParseError("no_steps", "nodes is empty")
     msgs, counters = graph_messages(nodes, "nodes", linear_default=False, message_key=None)
-    policy = rec.get("policy") if isinstance(rec.get("policy"), dict) else {}
+    policy = sub_dict(rec, "policy")
     stratum = opt_str(rec.get("stratum"))
     instance_id = opt_str(rec.get("instance_id")) or opt_str(rec.get("traj_id")) or ""
     if not instance_id:
@@ -155,3 +157,31 @@ def parse_view(raw: RawRun) -> Episode:
     )
     ep.counters.update(counters)
     return ep
+
+
+# The harnesses of Affine's policies (``policy.harness``) and the machine each one is.
+AFFINE_MACHINES: Machines = {
+    "bash": ("bash", "Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)"),
+    "mini_swe_textbased": ("textbased", "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)"),
+    "mini_swe": ("textbased", "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)"),
+    "pi": ("pi", "pi-coding-agent over ACP (tools `read`, `bash`, `edit`, `write`)"),
+    "claude_code": ("claude-code", "Claude Code over ACP (tools `Bash`, `Read`, `Edit`, `Write`, `Grep`, `Glob`, to-do tools)"),
+    "kimi_code": ("kimi-code", "Kimi Code over ACP (shell and file tools, to-do tools)"),
+    "hermes_agent": ("hermes", "Hermes agent (terminal and file tools, memory tools)"),
+    "null": ("chat", "verifiers' plain chat agent with native tools over MCP, no container"),
+}
+
+
+def policy_harness(payload: dict[str, Any]) -> str:
+    """An Affine record's ``policy.harness`` (``null`` when it names none)."""
+    policy = payload.get("policy")
+    h = policy.get("harness") if isinstance(policy, dict) else None
+    return h if isinstance(h, str) and h else "null"
+
+
+def _detect(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("nodes"), list) and ("view" in obj or "instance_id" in obj)
+
+
+FORMAT = Format(kind="view", parse=parse_view, harness=policy_harness, machines=AFFINE_MACHINES,
+                name="Affine corpus", detect=_detect, sources=("affine-view",))

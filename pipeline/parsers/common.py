@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.episode import Bash, Episode, Meta, ParseError, Step, Task, ToolCall
+from pipeline.episode import Bash, Episode, Meta, ParseError, Resolved, Step, Task, ToolCall
 from pipeline.parsers.dialects import (  # the thought helpers are re-exported for the parsers
     extract_calls,
     join_thought,
@@ -30,9 +30,10 @@ from pipeline.parsers.dialects import (  # the thought helpers are re-exported f
     strip_think,
 )
 
-# mini-swe-agent's sentinels; MICRO_SWE_AGENT_FINAL_OUTPUT is its pre-1.0 (micro-swe-agent) one
-SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT",
-                  "MICRO_SWE_AGENT_FINAL_OUTPUT")
+__all__ = ["extract_calls", "join_thought", "split_tool_responses", "strip_think"]
+from schemas.miniswe import INPUT_SENTINELS
+
+SUBMIT_MARKERS = INPUT_SENTINELS
 # Affine completion.py's finish-tool names (case-insensitive).
 FINISH_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"
@@ -47,6 +48,12 @@ def as_dict(x: Any, where: str) -> dict[str, Any]:
     if not isinstance(x, dict):
         raise ParseError("bad_shape", f"{where}: expected object, got {type(x).__name__}")
     return x
+
+
+def sub_dict(d: dict[str, Any], key: str) -> dict[str, Any]:
+    """``d[key]`` when it is an object, else an empty one (an optional nested object)."""
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 def as_list(x: Any, where: str) -> list[Any]:
@@ -520,7 +527,7 @@ def language_hint(task_text: str) -> str:
 
 # --------------------------------------------------------------------------- episode assembly
 
-def resolved_from(value: Any) -> str:
+def resolved_from(value: Any) -> Resolved:
     """A record's own verdict: bools, 0/1, or "resolved" / "not resolved" / "unknown"; anything else is unknown."""
     if isinstance(value, bool):
         return "resolved" if value else "not resolved"
@@ -528,9 +535,9 @@ def resolved_from(value: Any) -> str:
         return "resolved" if value > 0 else "not resolved"
     if isinstance(value, str):
         v = value.strip().lower()
-        if v in ("resolved", "not resolved", "unknown"):
-            return v
-        if v in ("unresolved", "not_resolved"):
+        if v == "resolved":
+            return "resolved"
+        if v in ("not resolved", "unresolved", "not_resolved"):
             return "not resolved"
     return "unknown"
 
@@ -538,7 +545,7 @@ def resolved_from(value: Any) -> str:
 def make_episode(*, task_text: str, steps: list[Step], dialect: str, counters: Counter[str],
                  instance_id: str, repo: str, pool: str, language: str, base_commit: str | None,
                  patch: str | None, origin: str, harness: str, model: str, source_uid: str,
-                 resolved: str, fold_group: str | None, epoch: int | None,
+                 resolved: Resolved, fold_group: str | None, epoch: int | None,
                  root_hint: str | None = None) -> Episode:
     from pipeline.parsers.problem import extract_problem
 

@@ -26,7 +26,7 @@ from pipeline.episode import Bash, ParseError, ToolCall
 FUNCTION_RE = re.compile(r"<function=([^>\n]{1,200})>(.*?)(?:</function>|\Z)", re.DOTALL)
 PARAM_RE = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
 GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
-# mini-swe-agent's own action regex is r"```bash\s*\n(.*?)\n```"; the same shape for each tag.
+# the shape of mini-swe-agent's action regex (schemas.miniswe.ACTION_REGEX), for each fence tag raw runs use.
 FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```", re.DOTALL)
 BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
 NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")

@@ -15,91 +15,41 @@ from typing import Any
 import orjson
 
 from pipeline.episode import Quarantined, RawRun
-
-# format name (= origin) -> RawRun.kind
-FORMATS: dict[str, str] = {
-    "SWE-agent": "sweagent",
-    "OpenHands": "openhands",
-    "SWE-smith": "swesmith",
-    "mini-swe-agent": "miniswe",
-    "Affine corpus": "view",
-    "Affine trace": "trace",
-}
+from pipeline.parsers.format import Format, is_event_list, is_message_list
 
 
-def _is_message_list(x: Any) -> bool:
-    return isinstance(x, list) and bool(x) and all(isinstance(m, dict) and "role" in m for m in x[:5])
+def _file_formats() -> tuple[Format, ...]:
+    from pipeline.parsers import FORMATS
+
+    return tuple(f for f in FORMATS if f.name is not None and f.detect is not None)
 
 
-def _is_event_list(x: Any) -> bool:
-    return (isinstance(x, list) and bool(x) and all(isinstance(e, dict) for e in x[:5])
-            and any("action" in e or "observation" in e for e in x[:20])
-            and all("role" not in e for e in x[:5]))
-
-
-def _is_openhands_record(obj: dict[str, Any]) -> bool:
-    """An OpenHands evaluation ``output.jsonl`` line (``instruction``, ``history``, ``test_result``)
-    or resolver output (``history``, ``git_patch``): its history holds events, ``[action,
-    observation]`` pairs or bare action/observation dicts, never chat messages."""
-    history = obj.get("history")
-    if not isinstance(history, list) or not ("instruction" in obj or "test_result" in obj or "git_patch" in obj):
-        return False
-    head = [x for h in history[:20] for x in (h if isinstance(h, list) else [h])]
-    return any(isinstance(x, dict) and ("action" in x or "observation" in x) for x in head) and not any(
-        isinstance(x, dict) and "role" in x for x in head[:5])
+def format_named(name: str) -> Format:
+    return next(f for f in _file_formats() if f.name == name)
 
 
 def detect_format(obj: Any) -> str | None:
     """The trajectory format of one decoded JSON value (a run), or None when it is not one."""
-    if _is_message_list(obj):
-        return "mini-swe-agent"  # a bare mini-swe message list (its test fixtures)
-    if _is_event_list(obj):
-        return "OpenHands"
-    if not isinstance(obj, dict):
-        return None
-    if isinstance(obj.get("nodes"), list) and ("view" in obj or "instance_id" in obj):
-        return "Affine corpus"
-    if isinstance(obj.get("trace"), dict) and isinstance(obj.get("task"), dict):
-        return "Affine trace"
-    if _is_openhands_record(obj):
-        return "OpenHands"
-    if isinstance(obj.get("history"), list) and ("trajectory" in obj or "info" in obj
-                                                 or "environment" in obj or "replay_config" in obj
-                                                 or _is_message_list(obj["history"])):
-        return "SWE-agent"
-    if isinstance(obj.get("events"), list) and _is_event_list(obj["events"]):
-        return "OpenHands"
-    msgs = obj.get("messages")
-    if isinstance(msgs, list | str) and msgs:
-        fmt = obj.get("trajectory_format")
-        info = obj.get("info")
-        if (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
-                isinstance(info, dict) and ("mini_version" in info or "config" in info)):
-            return "mini-swe-agent"
-        if "instance_id" in obj:
-            return "SWE-smith"
-        if isinstance(msgs, list) and _is_message_list(msgs):
-            return "mini-swe-agent"
+    for fmt in _file_formats():
+        assert fmt.detect is not None
+        if fmt.detect(obj):
+            return fmt.name
     return None
 
 
 def _runs_in_document(doc: Any) -> list[Any]:
     """A JSON document holds one run, or a list of runs (each a dict with messages/history)."""
-    if (isinstance(doc, list) and doc and not _is_message_list(doc) and not _is_event_list(doc)
+    if (isinstance(doc, list) and doc and not is_message_list(doc) and not is_event_list(doc)
             and all(isinstance(r, dict) and detect_format(r) for r in doc)):
         return doc
     return [doc]
 
 
 def _raw(obj: Any, fmt: str, uid: str, name: str, nbytes: int) -> RawRun:
-    if isinstance(obj, list):
-        payload: dict[str, Any] = {"events": obj} if fmt == "OpenHands" else {"messages": obj}
-    else:
-        payload = dict(obj)
+    f = format_named(fmt)
+    payload: dict[str, Any] = {f.list_key: obj} if isinstance(obj, list) else dict(obj)
     payload.setdefault("__file__", name)
-    kind = FORMATS[fmt]
-    origin = "Affine corpus" if kind == "trace" else fmt
-    return RawRun(source_uid=uid, origin=origin, kind=kind, epoch=None, payload=payload,
+    return RawRun(source_uid=uid, origin=f.origin or fmt, kind=f.kind, epoch=None, payload=payload,
                   raw_bytes=nbytes)
 
 

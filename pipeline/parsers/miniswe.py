@@ -20,7 +20,9 @@ from pipeline.parsers.common import (
     messages_episode,
     normalize_messages,
     opt_str,
+    sub_dict,
 )
+from pipeline.parsers.format import Format, is_message_list
 
 PRE1_SENTINEL = "MICRO_SWE_AGENT_FINAL_OUTPUT"
 
@@ -36,7 +38,7 @@ def _dig(d: Any, *keys: str) -> Any:
 def parse_miniswe(raw: RawRun) -> Episode:
     rec = raw.payload
     msgs = normalize_messages(rec.get("messages"), "messages")
-    info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
+    info = sub_dict(rec, "info")
     file_name = opt_str(rec.get("__file__")) or ""
     instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
                    or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)
@@ -63,3 +65,26 @@ def parse_miniswe(raw: RawRun) -> Episode:
         last.observation += "\n"
         ep.counters["parse/submission_newline_restored"] += 1
     return ep
+
+
+def has_mini_marker(obj: dict[str, Any]) -> bool:
+    """A mini-swe-agent trajectory file says so (``trajectory_format``) or carries its ``info``."""
+    fmt, info = obj.get("trajectory_format"), obj.get("info")
+    return (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
+        isinstance(info, dict) and ("mini_version" in info or "config" in info))
+
+
+def _detect(obj: Any) -> bool:
+    if is_message_list(obj):
+        return True  # a bare mini-swe message list (its test fixtures)
+    if not isinstance(obj, dict):
+        return False
+    msgs = obj.get("messages")
+    if not (isinstance(msgs, list | str) and msgs):
+        return False
+    return has_mini_marker(obj) or is_message_list(msgs)
+
+
+FORMAT = Format(kind="miniswe", parse=parse_miniswe, harness="mini-swe-agent",
+                machines={"mini-swe-agent": ("mini-swe-agent", "mini-swe-agent (one ```bash block per turn)")},
+                name="mini-swe-agent", detect=_detect)

@@ -39,8 +39,10 @@ from pipeline.parsers.common import (
     opt_str,
     resolved_from,
     strip_think,
+    sub_dict,
     text_of,
 )
+from pipeline.parsers.format import Format, Machines, is_event_list
 
 _SKIP_ACTIONS = frozenset({"system", "recall", "condensation", "condensation_request",
                            "change_agent_state", "null", "pause", "resume"})
@@ -63,7 +65,7 @@ def _metadata_call(ev: dict[str, Any]) -> ToolCall | None:
     if isinstance(calls, list):
         for i, tc in enumerate(calls):
             if isinstance(tc, dict) and opt_str(tc.get("id")) == call_id:
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+                fn = sub_dict(tc, "function") if isinstance(tc.get("function"), dict) else tc
                 return ToolCall(name=name, args=decode_args(fn.get("arguments"),
                                                             f"tool_call_metadata.tool_calls[{i}]"),
                                 call_id=call_id)
@@ -211,12 +213,12 @@ def parse_openhands(raw: RawRun) -> Episode:
         if cause is None or cause not in by_id:
             counters["parse/orphan_observation"] += 1
             continue
-        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        extras = sub_dict(ev, "extras")
         shown = extras.get("formatted_output_and_error")
         text = shown if isinstance(shown, str) and shown else text_of(ev.get("content"),
                                                                      f"events[{i}].content")
         obs, rc = clean_observation(text, counters)
-        md = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+        md = sub_dict(extras, "metadata")
         code = md.get("exit_code")
         if working_dir is None and isinstance(md.get("working_dir"), str) and md["working_dir"].startswith("/"):
             working_dir = md["working_dir"]
@@ -275,3 +277,29 @@ def _tool_root(steps: list[Step]) -> str | None:
             parts = path.split("/")
             return "/".join(parts[:3]) if len(parts) > 3 else "/workspace"
     return None
+
+
+MACHINES: Machines = {
+    "openhands": ("openhands", "OpenHands CodeAct in non-function-calling mode (`execute_bash`, `str_replace_editor`, `think`, `finish`)"),
+}
+
+
+def is_openhands_record(obj: dict[str, Any]) -> bool:
+    """An OpenHands evaluation ``output.jsonl`` line (``instruction``, ``history``, ``test_result``)
+    or resolver output (``history``, ``git_patch``): its history holds events, ``[action,
+    observation]`` pairs or bare action/observation dicts, never chat messages."""
+    history = obj.get("history")
+    if not isinstance(history, list) or not ("instruction" in obj or "test_result" in obj or "git_patch" in obj):
+        return False
+    head = [x for h in history[:20] for x in (h if isinstance(h, list) else [h])]
+    return any(isinstance(x, dict) and ("action" in x or "observation" in x) for x in head) and not any(
+        isinstance(x, dict) and "role" in x for x in head[:5])
+
+
+def _detect(obj: Any) -> bool:
+    return is_event_list(obj) or (isinstance(obj, dict) and (
+        is_openhands_record(obj) or is_event_list(obj.get("events"))))
+
+
+FORMAT = Format(kind="openhands", parse=parse_openhands, harness="openhands", machines=MACHINES,
+                name="OpenHands", detect=_detect, list_key="events")

@@ -28,9 +28,11 @@ from pipeline.parsers.common import (
     opt_str,
     restore_pty_newlines,
     strip_think,
+    sub_dict,
     swesmith_commit,
     text_of,
 )
+from pipeline.parsers.format import Format, is_message_list
 
 # SWE-agent's tool bundles (windowed editor, search, submit): everything else is a shell command.
 SPECIAL_COMMANDS = frozenset({
@@ -109,11 +111,11 @@ def _trajectory_steps(traj: list[Any], counters: Counter[str]) -> list[Step]:
 def parse_sweagent(raw: RawRun) -> Episode:
     rec = raw.payload
     replay = _json_field(rec.get("replay_config"))
-    agent = replay.get("agent") if isinstance(replay.get("agent"), dict) else {}
-    model_cfg = agent.get("model") if isinstance(agent.get("model"), dict) else {}
-    ps = replay.get("problem_statement") if isinstance(replay.get("problem_statement"), dict) else {}
-    env = replay.get("env") if isinstance(replay.get("env"), dict) else {}
-    repo_cfg = env.get("repo") if isinstance(env.get("repo"), dict) else {}
+    agent = sub_dict(replay, "agent")
+    model_cfg = sub_dict(agent, "model")
+    ps = sub_dict(replay, "problem_statement")
+    env = sub_dict(replay, "env")
+    repo_cfg = sub_dict(env, "repo")
     environment = opt_str(rec.get("environment"))
     file_stem = (opt_str(rec.get("__file__")) or "").removesuffix(".traj")
     instance_id = (opt_str(ps.get("id")) or (environment if environment and "__" in environment else None)
@@ -385,3 +387,14 @@ def _history_text_steps(rec: dict[str, Any], counters: Counter[str]) -> list[Ste
         steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
                           call=text_action(m["action"]), observation=obs, returncode=rc))
     return steps
+
+
+def _detect(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and (
+        "trajectory" in obj or "info" in obj or "environment" in obj or "replay_config" in obj
+        or is_message_list(obj["history"]))
+
+
+FORMAT = Format(kind="sweagent", parse=parse_sweagent, harness="swe-agent",
+                machines={"swe-agent": ("swe-agent", "SWE-agent (windowed file viewer and editor, bash)")},
+                name="SWE-agent", detect=_detect)

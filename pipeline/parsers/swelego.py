@@ -10,6 +10,8 @@ from pipeline.parsers.common import (
     opt_str,
     row_task_messages,
 )
+from pipeline.parsers.format import Format
+from pipeline.parsers.openhands import MACHINES as OPENHANDS_MACHINES
 
 
 def _label(dialect: str) -> str:
@@ -39,3 +41,8 @@ def parse_swelego(raw: RawRun) -> Episode:
         fold_group=None,
         epoch=raw.epoch,
     )
+
+
+# SWE-Lego files are read by sources/swelego.py, never detected in a user's file
+FORMAT = Format(kind="swelego", parse=parse_swelego, harness="openhands", machines=OPENHANDS_MACHINES,
+                sources=("swelego",))

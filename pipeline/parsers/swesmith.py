@@ -7,6 +7,8 @@ The style is read from the messages: ``tool`` (structured ``tool_calls``), ``xml
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipeline.episode import Episode, RawRun
 from pipeline.parsers.common import (
     first_user_text,
@@ -17,6 +19,8 @@ from pipeline.parsers.common import (
     restore_pty_newlines,
     row_task_messages,
 )
+from pipeline.parsers.format import Format
+from pipeline.parsers.miniswe import has_mini_marker
 from pipeline.parsers.sweagent import (
     declared_tools,
     mark_timeouts,
@@ -56,3 +60,16 @@ def parse_swesmith(raw: RawRun) -> Episode:
     settle_submits(ep)  # SWE-agent's review-on-submit: the run ends at its last submit
     restore_final_newlines(ep)  # recorded by SWE-agent 1.x (swe-rex), which stripped them
     return restore_pty_newlines(ep)
+
+
+def _detect(obj: Any) -> bool:
+    """A message list (or its JSON text) with the task's ``instance_id``, without mini-swe-agent's marks."""
+    if not isinstance(obj, dict):
+        return False
+    msgs = obj.get("messages")
+    return isinstance(msgs, list | str) and bool(msgs) and "instance_id" in obj and not has_mini_marker(obj)
+
+
+FORMAT = Format(kind="swesmith", parse=parse_swesmith, harness="swe-smith",
+                machines={"swe-smith": ("swe-smith", "SWE-agent as used by SWE-smith (bash and `str_replace_editor`)")},
+                name="SWE-smith", detect=_detect)

@@ -14,8 +14,10 @@ import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
 from pipeline.config import CODE_VERSION
+from pipeline.ledger import Stats
+from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
-from schemas.machines import license_text, machine_text, pool_name
+from schemas.machines import license_text, pool_name
 from schemas.run import COLUMN_MEANINGS, PUBLISHED, PUBLISHED_NAMES
 
 TAGS = ["software-engineering", "code", "agent-trajectories", "albedo"]
@@ -193,7 +195,7 @@ def _stages(drops: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def dataset_line(dataset: str, stats: dict) -> str:
+def dataset_line(dataset: str, stats: Stats) -> str:
     """How many runs this dataset ingested and what became of them (stats.json)."""
     ingested = int(stats.get("ingested", {}).get("by_dataset", {}).get(dataset, 0))
     published = int(stats.get("published", {}).get("by_dataset", {}).get(dataset, 0))
@@ -202,7 +204,7 @@ def dataset_line(dataset: str, stats: dict) -> str:
             "(unreadable input belongs to no dataset and is counted in the summary below).")
 
 
-def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
+def across_all(stats: Stats, *, benchmarks_checked: bool) -> str:
     """The across-all-datasets sentence, every number from stats.json; it adds up: exported minus
     every drop named in it equals published."""
     drops: dict[str, int] = stats.get("drops", {})
@@ -238,7 +240,7 @@ def _carry(n: int) -> str:
     return f"{fmt(n)} {'row here carries' if n == 1 else 'rows here carry'} albedo's id"
 
 
-def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
+def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *,
                      benchmarks_checked: bool) -> list[str]:
     albedo_ids = frame.filter(pl.col("id_kind") == "albedo").height if frame.height else 0
     tables = stats.get("benchmarks", {}).get("tables", []) or []
@@ -277,7 +279,7 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
     ]
 
 
-def render_card(dataset: str, frame: pl.DataFrame, stats: dict, drops: pl.DataFrame, *,
+def render_card(dataset: str, frame: pl.DataFrame, stats: Stats, drops: pl.DataFrame, *,
                 benchmarks_checked: bool, epochs: list[int], num_bytes: int | None = None) -> str:
     """README.md for ``dataset``: ``frame`` holds its rows (``messages`` and ``patch`` may be left
     out when ``num_bytes`` is given), ``drops`` the ledger (any datasets)."""

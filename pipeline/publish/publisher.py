@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,12 @@ from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.config import CODE_VERSION
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_json, file_sha256
+from pipeline.fileio import atomic_write_json, file_sha256, replace_if_changed
+from pipeline.ledger import Stats
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
     plan_shards,
-    replace_if_changed,
     write_bytes_if_changed,
     write_shards,
 )
@@ -41,8 +42,9 @@ class PublishRefused(RuntimeError):
     """The build failed validation or its ledger invariant: it must not be published."""
 
 
-def check_publishable(stats: dict[str, Any]) -> None:
-    """Raise :class:`PublishRefused` unless the build's invariant holds and validation passed."""
+def check_publishable(stats: Mapping[str, Any]) -> None:
+    """Raise :class:`PublishRefused` unless the build's invariant holds and validation passed
+    (``stats`` may come from a damaged file: every field is checked)."""
     inv = stats.get("invariant")
     if not isinstance(inv, dict):
         raise PublishRefused("stats.json has no invariant: cannot tell whether the build is complete")
@@ -71,7 +73,7 @@ def tree_files(tree: Path) -> list[str]:
     return files
 
 
-def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, stats: dict[str, Any],
+def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, stats: Stats,
                  out_dir: Path, *, benchmarks_checked: bool) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
@@ -123,7 +125,7 @@ def _copy_verified(src: Path, dest: Path, sha: str) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def _stats_near(src: Path) -> dict[str, Any] | None:
+def _stats_near(src: Path) -> Stats | None:
     """The build's stats.json when ``src`` is ``<workdir>/publish``."""
     path = src.parent / "ledger" / "stats.json"
     if not path.is_file():
@@ -135,7 +137,7 @@ def _stats_near(src: Path) -> dict[str, Any] | None:
     return stats if isinstance(stats, dict) else {}
 
 
-def publish_to_dir(src: Path, to: Path, *, stats: dict[str, Any] | None = None) -> list[str]:
+def publish_to_dir(src: Path, to: Path, *, stats: Stats | None = None) -> list[str]:
     """Copy the whole build at ``src`` to ``to`` (unchanged files untouched, stale shards removed,
     its MANIFEST.json last).
 
@@ -324,7 +326,7 @@ def format_plans(plans: list[PublishPlan]) -> str:
 
 def git_blob_id(path: Path) -> str:
     """The git object id of a file (what the Hub reports for files not stored in LFS)."""
-    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())  # noqa: S324 - git's own id, not security
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -392,7 +394,7 @@ def resolve_token(token: str | None) -> str | None:
 
 def publish_to_hub(src: Path, org: str, *, api: HfApi | None = None, token: str | None = None,
                    dry_run: bool = False, private: bool = False, create_pr: bool = False,
-                   stats: dict[str, Any] | None = None) -> list[PublishPlan]:
+                   stats: Stats | None = None) -> list[PublishPlan]:
     """Push each dataset tree under ``src`` to ``<org>/<dataset>`` in one commit per dataset.
 
     With ``dry_run`` the plans are computed against the remote listing (a missing repo counts as

@@ -9,10 +9,8 @@ always gives the same shard boundaries and the same bytes.
 
 from __future__ import annotations
 
-import filecmp
-import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,16 +82,6 @@ def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def replace_if_changed(tmp: Path, dest: Path) -> bool:
-    """Move ``tmp`` onto ``dest`` atomically unless ``dest`` already holds the same bytes (then the
-    temp file is removed and ``dest`` keeps its mtime). Returns whether ``dest`` changed."""
-    if dest.exists() and dest.stat().st_size == tmp.stat().st_size and filecmp.cmp(tmp, dest, shallow=False):
-        tmp.unlink()
-        return False
-    os.replace(tmp, dest)
-    return True
-
-
 def write_bytes_if_changed(dest: Path, data: bytes) -> bool:
     """Atomic write of ``data`` to ``dest`` (temp + rename), skipped when the bytes are the same."""
     return atomic_write_bytes(dest, data)
@@ -107,7 +95,8 @@ def _shard_bytes(tables: Iterable[pa.Table]) -> bytes:
                           use_content_defined_chunking=CDC_OPTIONS) as writer:
         for table in tables:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 @dataclass
@@ -166,7 +155,7 @@ def write_shards(frame: pl.DataFrame | pl.LazyFrame, data_dir: Path, *, max_shar
     paths: list[Path] = []
     for index, (g0, g1) in enumerate(plan.shards):
         dest = data_dir / shard_name(index, count)
-        tables = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
+        tables: Iterator[pa.Table] = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
         if g0 == g1:  # the empty dataset's one shard
             tables = iter([PUBLISHED.empty_table()])
         write_bytes_if_changed(dest, _shard_bytes(tables))

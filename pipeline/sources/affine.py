@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.episode import Quarantined, RawRun, RunKind, quarantine_reason_named
 from pipeline.sources.base import (
     SHA256_RE,
     SHA_PREFIX_RE,
@@ -40,7 +41,7 @@ class ManifestError(ValueError):
     pass
 
 
-def _manifest_chain(base: str, current: dict) -> list[dict]:
+def _manifest_chain(base: str, current: dict[str, Any]) -> list[dict[str, Any]]:
     """Current revision first, then every older one via ``prev_manifest`` (cycle-safe)."""
     chain = [current]
     seen: set[str] = set()
@@ -179,7 +180,7 @@ REQUIRED = {
 
 def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
     """Stream one chunk: a RawRun per good line, a Quarantined per bad line, then a verdict."""
-    kind = "view" if unit.source == "affine-view" else "trace"
+    kind: RunKind = "view" if unit.source == "affine-view" else "trace"
     raw_sha = hashlib.sha256() if unit.sha_scope == "raw" else None
     try:
         stream = open_location(unit.location)
@@ -195,7 +196,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
             for line_no, line, problem in lines:
                 uid = f"{unit.url}#L{line_no}"
                 if problem:
-                    yield Quarantined(uid, unit.epoch, problem,
+                    yield Quarantined(uid, unit.epoch, quarantine_reason_named(problem),
                                       f"{unit.key} line {line_no}: over {limits.max_record_bytes} bytes")
                     continue
                 assert line is not None
@@ -219,7 +220,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _record(unit: Unit, kind: str, uid: str, line_no: int, line: bytes) -> RawRun | Quarantined:
+def _record(unit: Unit, kind: RunKind, uid: str, line_no: int, line: bytes) -> RawRun | Quarantined:
     where = f"{unit.key} line {line_no}"
     try:
         obj = orjson.loads(line)
@@ -232,8 +233,3 @@ def _record(unit: Unit, kind: str, uid: str, line_no: int, line: bytes) -> RawRu
         return Quarantined(uid, unit.epoch, "missing_field", f"{where}: missing {', '.join(missing)}")
     return RawRun(uid, ORIGIN, kind, unit.epoch, obj, len(line))
 
-
-def harness_of(payload: dict) -> str:
-    policy = payload.get("policy")
-    h = policy.get("harness") if isinstance(policy, dict) else None
-    return h if isinstance(h, str) and h else "null"

@@ -18,11 +18,14 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 import orjson
 
-from pipeline.episode import Quarantined, RawRun
+from pipeline.episode import Quarantined, QuarantineReason, RawRun
+
+# what a unit is read by (and its state key's prefix)
+SourceName = Literal["affine-view", "affine-trace", "swelego"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +37,7 @@ class Unit:
     for SWE-Lego files).
     """
 
-    source: str  # "affine-view" | "affine-trace" | "swelego"
+    source: SourceName
     base: str  # base URL (file://… or http(s)://…) or the SWE-Lego dataset name
     key: str  # chunk key relative to base, or file path
     sha256: str
@@ -65,7 +68,7 @@ class ShardVerdict:
     """Yielded last by a chunk reader: whether the shard verified and was read whole."""
 
     ok: bool
-    reason: str = ""
+    reason: QuarantineReason | Literal[""] = ""
     detail: str = ""
     retry: bool = False  # could not be fetched: not decided now, fetched again by the next run
 
@@ -342,7 +345,7 @@ STREAM_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, zlib.error,
                                                   ShardTooLarge)
 
 
-def quarantine_reason(exc: BaseException) -> str:
+def quarantine_reason(exc: BaseException) -> QuarantineReason:
     if isinstance(exc, ShardTooLarge):
         return "chunk_too_large"
     if isinstance(exc, EOFError | zlib.error | gzip.BadGzipFile):
@@ -350,7 +353,7 @@ def quarantine_reason(exc: BaseException) -> str:
     return "unreadable"
 
 
-def shard_quarantine(unit: Unit, runs: list[RawRun], reason: str, detail: str) -> list[Quarantined]:
+def shard_quarantine(unit: Unit, runs: list[RawRun], reason: QuarantineReason, detail: str) -> list[Quarantined]:
     """A shard that fails verification: one entry per readable record, or one for the shard."""
     if not runs:
         return [Quarantined(unit.url, unit.epoch, reason, f"{unit.key}: {detail}")]

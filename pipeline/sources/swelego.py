@@ -21,7 +21,7 @@ import orjson
 import pyarrow.parquet as pq
 
 from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.episode import Quarantined, RawRun, quarantine_reason_named
 from pipeline.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
 
@@ -95,7 +95,7 @@ def _list_remote(location: str, dataset: str | None, unit_rows: int) -> list[Uni
             files = sorted((p, i) for p, i in found.items() if i.get("type") != "directory" and p.endswith(SUFFIXES))
         else:
             files = [(path, info)]
-    except Exception as exc:  # noqa: BLE001 - any failure to list is one line naming the location
+    except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SourceUnavailable(f"--swelego: cannot list {location}: {first}") from None
     hub_root = _hub_dataset_root(path)
@@ -187,7 +187,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
         for n, item in rows:
             uid = f"{prefix}{n}"
             if isinstance(item, str):  # a problem description
-                yield Quarantined(uid, None, item.split(":", 1)[0], f"{unit.key} row {n}: {item}")
+                yield Quarantined(uid, None, quarantine_reason_named(item), f"{unit.key} row {n}: {item}")
                 continue
             yield _record(uid, unit.key, n, item, resolved, limits)
     except (OSError, ValueError) as exc:
@@ -255,7 +255,7 @@ def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
             yield n, obj if isinstance(obj, dict) else f"not_object: a JSON {type(obj).__name__}"
 
 
-def _record(uid: str, key: str, n: int, row: dict, resolved: str, limits: Limits) -> RawRun | Quarantined:
+def _record(uid: str, key: str, n: int, row: dict[str, Any], resolved: str, limits: Limits) -> RawRun | Quarantined:
     where = f"{key} row {n}"
     messages = row.get("messages")
     if isinstance(messages, str | bytes):

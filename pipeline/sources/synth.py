@@ -183,7 +183,8 @@ def conversation(p: Planned, rng: random.Random) -> list[dict[str, Any]]:
 def view_nodes(chain: list[tuple[str, str]], fork: bool, rng: random.Random) -> tuple[list[dict[str, Any]], list[int]]:
     """Nodes of a view record (a chain, or a tree with a short dead-end branch spliced in) and
     the node ids of the main root→leaf path."""
-    nodes = [{"parent": i - 1 if i else None, "role": r, "content": c} for i, (r, c) in enumerate(chain)]
+    nodes: list[dict[str, Any]] = [{"parent": i - 1 if i else None, "role": r, "content": c}
+                                   for i, (r, c) in enumerate(chain)]
     asst = [i for i, n in enumerate(nodes) if n["role"] == "assistant" and 3 < i < len(nodes) - 4]
     if not fork or not asst:
         return nodes, list(range(len(nodes)))
@@ -443,9 +444,10 @@ def emit_epoch(out: Path, c: Corpus, ei: int, runs: int, chunk_records: int) -> 
         sha, n = write_chunk(out, key, [r[0] for r in part])
         c.bytes_out += n
         n_turns = 0
-        for li, (line, p, expect, note, secrets) in enumerate(part, 1):
+        for li, (line, plan, planned_expect, planned_note, secrets) in enumerate(part, 1):
+            expect, note = planned_expect, planned_note
             uid = f"{key}#L{li}"
-            rec_obj = p.record if p is not None else orjson.loads(line)
+            rec_obj = plan.record if plan is not None else orjson.loads(line)
             assert rec_obj is not None
             uid_of[rec_obj["rollout_id"]] = uid
             n_turns += len(rec_obj["turns"])
@@ -461,11 +463,11 @@ def emit_epoch(out: Path, c: Corpus, ei: int, runs: int, chunk_records: int) -> 
                     orig["expect"] = "traj_dedup/near"
                     orig["note"] += f"; near-duplicate of {uid} (a few characters changed), which sorts first"
                     expect, note = "keep", note.replace("near-duplicate of", "kept over its near-duplicate")
-            label(c, uid, expect, secrets, note, p.builder.secret_values if p is not None and p.builder else [])
-            if ei == 0 and p is not None and p.note == ["ordinary run"] and expect == "keep" and len(c.first_pairs) < 8:
+            label(c, uid, expect, secrets, note, plan.builder.secret_values if plan is not None and plan.builder else [])
+            if ei == 0 and plan is not None and plan.note == ["ordinary run"] and expect == "keep" and len(c.first_pairs) < 8:
                 c.first_pairs.append((c.labels[-1], rec_obj))
-            if p is not None and c.catalog_dup is not None and c.catalog_dup[0] is p:
-                c.catalog_dup = (p, uid)
+            if plan is not None and c.catalog_dup is not None and c.catalog_dup[0] is plan:
+                c.catalog_dup = (plan, uid)
         shards.append({"key": key, "sha256": sha, "n_trajectories": len(part), "n_turns": n_turns,
                        "format": "view_v4", "active": True})
     c.prev_normals = [(rec, uid_of[rec["rollout_id"]]) for rec, _ in normals[1:3]]
@@ -654,13 +656,13 @@ def emit_swelego(out: Path, c: Corpus, runs: int, rows_per_file: int) -> None:
         for i, r in enumerate(part):  # rows are counted from 0 in each file
             label(c, f"{pq_name}#row={i}", r[2], r[4], r[3], r[5])
     for fi, js_name in enumerate(split_names("unresolved", len(unresolved), rows_per_file, "jsonl")):
-        lines = []
+        jsonl_lines: list[bytes] = []
         for i, r in enumerate(unresolved[fi * rows_per_file:(fi + 1) * rows_per_file]):
             as_string = (fi * rows_per_file + i) % 2 == 0  # JSON string in every other row of the split
-            msgs: Any = orjson.dumps(r[1]).decode() if as_string else r[1]
-            lines.append(_dumps({"instance_id": r[0], "messages": msgs}))
+            field_value: Any = orjson.dumps(r[1]).decode() if as_string else r[1]
+            jsonl_lines.append(_dumps({"instance_id": r[0], "messages": field_value}))
             label(c, f"{js_name}#row={i}", r[2], r[4], r[3] + ("; messages as a JSON string" if as_string else ""), r[5])
-        raw = b"".join(x + b"\n" for x in lines)
+        raw = b"".join(x + b"\n" for x in jsonl_lines)
         _write(out / "data" / js_name, raw)
         c.bytes_out += len(raw)
 
@@ -694,7 +696,7 @@ def load_benchmarks(benchmarks: Path | None, out: Path, c_seed: int) -> list[dic
     return rows
 
 
-def emit_catalog(out: Path, c: Corpus, first_epoch: list[dict[str, Any]]) -> None:
+def emit_catalog(out: Path, c: Corpus, first_epoch: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
     rng = _rng(c.seed, "catalog")
     tasks: list[dict[str, Any]] = []
     # runs of the first epoch whose task the catalog knows: same checkout (mapped) or another commit (not)

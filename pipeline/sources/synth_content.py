@@ -145,8 +145,7 @@ def _go_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
         "\t\t\tresult = append(result, item)",
         "\t\t}",
     ]
-    for _ in range(rng.randint(0, 5)):
-        body.append(f"\t\t_ = {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item)")
+    body.extend(f"\t\t_ = {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item)" for _ in range(rng.randint(0, 5)))
     body += ["\t}", "\treturn result, nil", "}", ""]
     return body
 
@@ -171,8 +170,7 @@ def _java_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
         "                result.add(item);",
         "            }",
     ]
-    for _ in range(rng.randint(0, 5)):
-        body.append(f"            {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item);")
+    body.extend(f"            {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item);" for _ in range(rng.randint(0, 5)))
     body += ["        }", "        return result;", "    }", ""]
     return body
 
@@ -195,8 +193,7 @@ def _rust_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
         "            result.push(item.clone());",
         "        }",
     ]
-    for _ in range(rng.randint(0, 5)):
-        body.append(f"        let _ = {rng.choice(VERBS)}_{rng.choice(NOUNS)}(item);")
+    body.extend(f"        let _ = {rng.choice(VERBS)}_{rng.choice(NOUNS)}(item);" for _ in range(rng.randint(0, 5)))
     body += ["    }", "    Ok(result)", "}", ""]
     return body
 
@@ -222,8 +219,7 @@ def _js_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
         "      result.push(item);",
         "    }",
     ]
-    for _ in range(rng.randint(0, 5)):
-        body.append(f"    {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item);")
+    body.extend(f"    {rng.choice(VERBS)}{rng.choice(NOUNS).capitalize()}(item);" for _ in range(rng.randint(0, 5)))
     body += ["  }", "  return result;", "}", f"exports.{name} = {name};", ""]
     return body
 
@@ -246,8 +242,7 @@ def _cpp_func(rng: random.Random, verb: str, noun: str, idx: int) -> list[str]:
         "            result.push_back(item);",
         "        }",
     ]
-    for _ in range(rng.randint(0, 5)):
-        body.append(f"        {rng.choice(VERBS)}_{rng.choice(NOUNS)}(item);")
+    body.extend(f"        {rng.choice(VERBS)}_{rng.choice(NOUNS)}(item);" for _ in range(rng.randint(0, 5)))
     body += ["    }", "    return result;", "}", ""]
     return body
 

@@ -184,7 +184,7 @@ class RunBuilder:
 
     def grep(self, needle: str, parallel: bool = False) -> Act:
         repo = self.task.repo
-        paths = sorted(set(self.rng.sample(repo.sources, min(len(repo.sources), 8)) + [self.task.fix_rel]))
+        paths = sorted(set([*self.rng.sample(repo.sources, min(len(repo.sources), 8)), self.task.fix_rel]))
         out = "".join(grep_hits_overlay(self, needle, paths))
         sub = repo.sources[0].split("/", 1)[0] if "/" in repo.sources[0] else "."
         return self.add(Act("grep", cmd=needle, out=out, path=self.abs(sub) if sub != "." else self.root,

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 
 from pipeline.sources.synth_content import cat_n, claude_read
+from schemas.miniswe import SUBMIT_COMMAND
 
-SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+SUBMIT = SUBMIT_COMMAND
 
 
 @dataclass(slots=True)

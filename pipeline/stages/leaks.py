@@ -44,8 +44,11 @@ from schemas.run import DROPS, empty
 
 class SolutionLeak(Stage):
     name = "solution_leak"
+    reasons = ("git_history", "foreign_object", "bug_patch", "network_fetch", "package_fetch", "site_packages")
+    namespaces = ("solution_leak_attempt",)  # attempted, unconfirmed, kept
+    corpus_level = True
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
         if batch.height == 0:
             return StageOutput(batch, empty(DROPS), counters)
@@ -71,13 +74,15 @@ class SolutionLeak(Stage):
 
 class BenchmarkLeak(Stage):
     name = "benchmark_leak"
+    reasons = ("gold_patch", "problem_statement", "instance_id")
+    corpus_level = True
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.enabled = ctx.benchmarks is not None and ctx.benchmarks.height > 0
         self.index = BenchmarkIndex.build(ctx.benchmarks) if self.enabled else None  # type: ignore[arg-type]
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
         if batch.height == 0:
             return StageOutput(batch, empty(DROPS), counters)

@@ -139,11 +139,10 @@ def scrub_ledger(drops: pl.DataFrame) -> pl.DataFrame:
 
 class Scrub(Stage):
     name = "scrub"
+    reasons = ()  # rewrites, never drops; counts scrub/<secret kind>
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
-        if batch.height == 0:
-            return StageOutput(batch, empty(DROPS), counters)
         flags = string_flags(batch)
         mask = flags.select(pl.any_horizontal(pl.all().list.any().fill_null(False)))[:, 0]
         if not mask.any():

@@ -66,7 +66,9 @@ def _commits_match(left: str, right: str) -> pl.Expr:
 
 
 class TaskDedup(Stage):
-    name: ClassVar[str] = "task_dedup"
+    name = "task_dedup"
+    reasons: ClassVar[tuple[str, ...]] = ("benchmark_task",)
+    corpus_level = True
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -136,7 +138,7 @@ class TaskDedup(Stage):
             .select("__row", pl.col("task_id").alias("__task_id"), pl.col("id_kind").alias("__id_kind"))
         )
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         upstream = (pl.col("upstream_id").cast(pl.Utf8).fill_null("") if "upstream_id" in batch.columns
                     else pl.lit(""))
         pool = pl.col("instance_id").cast(pl.Utf8).fill_null("")
@@ -169,5 +171,5 @@ class TaskDedup(Stage):
         kept = kept.select(out_cols)
         counters: Counter[str] = Counter()
         if gone.height:
-            counters[f"{self.name}/benchmark_task"] = gone.height
+            counters["benchmark_task"] = gone.height
         return StageOutput(kept, dropped, counters)

@@ -19,10 +19,28 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.config import DedupParams
+from pipeline.context import Context
 from pipeline.dedup.lsh import candidate_pairs, union_find, verify
-from pipeline.stages.base import StageOutput, drops_from
+from pipeline.stages.base import Stage, StageOutput, drops_from
 
 STAGE = "traj_dedup"
+
+
+class TrajDedup(Stage):
+    """The global step: the new runs' dedup keys (every unit's kept runs, sorted by
+    ``source_uid``) against ``held``, the keys of every run already published or in the catalog."""
+
+    name = "traj_dedup"
+    reasons = ("exact", "near")
+    is_global = True
+    corpus_level = True
+
+    def __init__(self, ctx: Context, held: pl.DataFrame) -> None:
+        super().__init__(ctx)
+        self.held = held
+
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
+        return traj_dedup(batch, self.held, self.ctx.config.dedup)
 
 
 def signature_matrix(minhash: pl.Series, num_perm: int) -> npt.NDArray[np.uint32]:
@@ -49,7 +67,7 @@ def _order_frame(frame: pl.DataFrame, held: bool) -> pl.DataFrame:
     )
 
 
-def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams) -> StageOutput:
+def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams) -> StageOutput[pl.DataFrame]:
     """Drop candidates that duplicate a held run or a better candidate; see the module doc."""
     if held.height == 0:
         held = pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)})

@@ -41,10 +41,11 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.roots import MAYBE_FOREIGN_RS, find_foreign_roots
 from pipeline.stages.base import Stage, StageOutput
+from schemas.miniswe import BLOCK_RE
 from schemas.run import DROPS, empty
 
 _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
-_BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
+_BLOCK = BLOCK_RE
 
 
 def first_foreign_root(text: str, repo: str | None = None) -> str | None:
@@ -141,8 +142,10 @@ def maybe_roots_in(messages: pl.Expr) -> pl.Expr:
 
 class Validate(Stage):
     name = "validate"
+    reasons = ("roles", "templates", "action_count", "action_mismatch", "observation_shape", "shape", "submit",
+               "residue", "foreign_root", "step_limit")
 
-    def __call__(self, batch: pl.DataFrame) -> StageOutput:
+    def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         limit = self.ctx.config.limits.step_limit
         reasons: list[str] = []
         details: list[str] = []

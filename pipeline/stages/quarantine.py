@@ -1,0 +1,48 @@
+"""Quarantine: bad input (an unreadable record or shard, a refused manifest entry) leaves here.
+
+The readers yield :class:`RawRun` for every record they could read and :class:`Quarantined`
+(with its reason) for every one they could not; this first step keeps the runs and writes the
+others to the ledger, so bad input is counted where it was found and never lost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import ClassVar
+
+import polars as pl
+
+from pipeline.episode import Quarantined, QuarantineReason, RawRun
+from pipeline.sources.base import Unit, shard_quarantine
+from pipeline.stages.base import StageOutput, Step, drop_row, drops_frame
+
+SourceItem = RawRun | Quarantined
+
+
+def quarantine_rows(items: list[Quarantined]) -> pl.DataFrame:
+    """Ledger rows for quarantined input (no dataset: it was never parsed)."""
+    return drops_frame([drop_row(q.source_uid, q.epoch, "", Quarantine.name, q.reason, q.detail) for q in items])
+
+
+class Quarantine(Step[list[SourceItem], list[RawRun]]):
+    name = "quarantine"
+    reasons: ClassVar[tuple[str, ...]] = (
+        "bad_sha256", "bad_gzip", "chunk_too_large", "unreadable",  # a whole shard
+        "bad_json", "not_object", "missing_field", "record_too_large",  # one line or row
+        "unsafe_key", "bad_manifest_entry",  # manifest entries refused
+        "unknown_format",  # `trajpipe convert`: not a trajectory of a known format
+    )
+
+    def process(self, batch: list[SourceItem]) -> StageOutput[list[RawRun]]:
+        runs = [x for x in batch if isinstance(x, RawRun)]
+        bad = [x for x in batch if isinstance(x, Quarantined)]
+        return StageOutput(runs, quarantine_rows(bad), Counter())
+
+    def drop_all(self, batch: list[SourceItem], reason: str, detail: str) -> pl.DataFrame:
+        return drops_frame([drop_row(x.source_uid, x.epoch, "", self.name, reason, detail) for x in batch])
+
+    @staticmethod
+    def shard_failed(unit: Unit, seen: list[RawRun], reason: QuarantineReason, detail: str) -> list[Quarantined]:
+        """A shard that failed verification: nothing in it is trusted. One entry per readable
+        record, or one for the shard."""
+        return shard_quarantine(unit, seen, reason, detail)
