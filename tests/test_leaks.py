@@ -24,7 +24,8 @@ from pipeline.stages.leaks import (
     maybe_attempt,
     split_command,
 )
-from tests.test_scrub import SUBMIT, ctx, work_frame, work_row
+from tests.builders import SUBMIT, ctx, work_frame
+from tests.builders import run_row as work_row
 
 SHARED = Path(__file__).parents[2] / "shared"
 

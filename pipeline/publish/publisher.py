@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from pipeline.config import CODE_VERSION
+from pipeline.config import VERSION
 from pipeline.fileio import copy_if_changed, file_sha256
 from pipeline.ledger import Stats
 from pipeline.publish.card import render_card
@@ -213,7 +213,7 @@ def build_id(tree: Path) -> str:
 
 def commit_message(tree: Path) -> str:
     rows = sum(pq.ParquetFile(tree / rel).metadata.num_rows for rel in tree_files(tree) if rel.startswith("data/"))
-    return f"Publish {tree.name}: {rows:,} rows (trajpipe {CODE_VERSION}, build {build_id(tree)})"
+    return f"Publish {tree.name}: {rows:,} rows (trajpipe {VERSION}, build {build_id(tree)})"
 
 
 def resolve_token(token: str | None) -> str | None:
