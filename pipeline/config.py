@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -12,8 +14,33 @@ import orjson
 
 from pipeline.fileio import file_sha256
 
-CODE_VERSION = "0.1.0"
 CACHE_FORMAT = 2  # bump when what a unit cache holds changes (old caches are then redone)
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _version() -> str:
+    """The package version, defined once: pyproject.toml's ``[project] version``."""
+    try:
+        return importlib.metadata.version("trajpipe")
+    except importlib.metadata.PackageNotFoundError:  # a source checkout run without installing
+        project: dict[str, Any] = tomllib.loads((_ROOT / "pyproject.toml").read_text())["project"]
+        return str(project["version"])
+
+
+VERSION = _version()
+
+
+@cache
+def code_fingerprint() -> str:
+    """sha256 over the package's sources (pipeline/ and schemas/): any code change is a new cache
+    key, whether or not the version was bumped."""
+    h = hashlib.sha256()
+    for sub in ("pipeline", "schemas"):
+        for path in sorted((_ROOT / sub).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".txt", ".json", ".toml") and "__pycache__" not in path.parts:
+                h.update(f"{path.relative_to(_ROOT).as_posix()}\0".encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 class ConfigError(ValueError):
@@ -151,7 +178,7 @@ class Config:
     def stage_hash(self) -> str:
         """Hash of everything that changes what a stage outputs (not paths or executor)."""
         relevant = {
-            "code": CODE_VERSION,
+            "code": f"{VERSION}+{code_fingerprint()}",
             "cache": CACHE_FORMAT,
             "limits": asdict(self.limits),
             "dedup": asdict(self.dedup),

@@ -85,7 +85,7 @@ def encode_ingested(counts: Counter[IngestKey]) -> dict[str, int]:
 def decode_ingested(counts: dict[str, int]) -> Counter[IngestKey]:
     out: Counter[IngestKey] = Counter()
     for key, n in counts.items():
-        ds, ep = key.split("|", 1)
+        ds, ep = key.rsplit("|", 1)  # the epoch never holds "|"
         out[ds, ep] += n
     return out
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from pipeline.audit import STAGES, build_report, explain, render_report, write_html
 from pipeline.state import State
 from schemas.run import DROPS, empty
-from tests.test_publisher import BASH, LEGO, build
+from tests.builders import BASH, LEGO, build
 
 VIEW = "https://data.affine.io/views/duel_turns@v4/chunks/view_0084_0001.jsonl.gz"
 

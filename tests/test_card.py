@@ -17,7 +17,7 @@ from huggingface_hub import DatasetCard
 
 from pipeline.publish.card import feature_yaml, origin_text, render_card, size_category
 from schemas.run import COLUMNS, PUBLISHED
-from tests.test_shards import sample_drops, sample_rows, sample_stats, work_frame
+from tests.builders import sample_drops, sample_rows, sample_stats, table, work_frame
 
 SEED_CARD = Path(__file__).parent / "fixtures" / "seed_card_002.txt"
 BASH = "mini-coder-affine-bash"
@@ -51,17 +51,6 @@ def table_headers(card: str) -> list[str]:
             if lines[i].startswith("|") and lines[i + 1].startswith("|---")]
 
 
-def table(card: str, header: str) -> dict[str, str]:
-    """The rows of the markdown table under ``header`` as {first cell: second cell}."""
-    lines = card.splitlines()
-    start = lines.index(header) + 2
-    out: dict[str, str] = {}
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split(" | ")]
-        out[cells[0]] = cells[1]
-    return out
 
 
 def bash_card(checked: bool = True) -> tuple[str, pl.DataFrame]:

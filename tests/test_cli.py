@@ -7,8 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from tests.builders import distinct
 from tests.corpus_kit import add_epoch
-from tests.test_runner import distinct
 
 runner = CliRunner()
 

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import add_epoch, jsonl
-from tests.test_runner import distinct, tree_bytes
+
+# real `trajpipe run` processes killed at six points: minutes, not seconds (`make test-fast` skips them)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 POINTS = ["unit_done:2", "unit_write:3", "after_units", "commit_parts", "commit_record", "before_publish"]
 

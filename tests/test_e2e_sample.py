@@ -20,6 +20,9 @@ from pipeline.secrets import find_secrets
 from pipeline.sources.synth import synth
 from tests.conftest import BENCH
 
+# the whole sample build: minutes, not seconds (`make test-fast` skips them)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
 RUNS, EPOCHS, SEED = 40, 2, 7
 
 # Labels that are not judged against the ledger, each for a documented reason. Keep this short.

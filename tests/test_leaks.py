@@ -15,8 +15,9 @@ from pipeline.leaks.ngrams import gram_hashes, gram_starts, token_hashes, token_
 from pipeline.leaks.rules import maybe_attempt
 from pipeline.shell import PLAIN, shlex_split, split_command
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from tests.builders import SUBMIT, ctx, work_frame
+from tests.builders import run_row as work_row
 from tests.conftest import BENCH, REAL
-from tests.test_scrub import SUBMIT, ctx, work_frame, work_row
 
 GOLD = """diff --git a/src/widget/core.py b/src/widget/core.py
 --- a/src/widget/core.py

@@ -7,7 +7,8 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline.ledger import InvariantError, check_invariant, compute_stats
+from pipeline.ledger import InvariantError, Stats, check_invariant, compute_stats
+from pipeline.state import decode_ingested, encode_ingested
 from schemas.run import DROPS, empty
 
 
@@ -24,14 +25,15 @@ def drops(rows: list[tuple[str, int | None, str, str, str]]) -> pl.DataFrame:
                          for u, e, d, s, r in rows], schema=empty(DROPS).schema)
 
 
-def stats_for(ingested: dict[str, int], pub: pl.DataFrame, drp: pl.DataFrame) -> dict:
+def stats_for(ingested: dict[tuple[str, str], int], pub: pl.DataFrame, drp: pl.DataFrame) -> Stats:
+    """Stats for runs ingested per ``(dataset, epoch)`` (dataset "" for quarantined input)."""
     return compute_stats(Counter(ingested), pub, drp, Counter(), benchmarks_checked=True, benchmark_tables=[])
 
 
 def test_balanced_books_pass_per_total_dataset_and_epoch() -> None:
     pub = published([("a", "ds1", 1), ("b", "ds2", 2), ("c", "ds2", None)])
     drp = drops([("d", 1, "ds1", "validate", "roles"), ("e", 2, "", "quarantine", "bad_json")])
-    stats = stats_for({"ds1|1": 2, "ds2|2": 1, "ds2|none": 1, "|2": 1}, pub, drp)
+    stats = stats_for({("ds1", "1"): 2, ("ds2", "2"): 1, ("ds2", "none"): 1, ("", "2"): 1}, pub, drp)
     inv = stats["invariant"]
     assert inv["ok"], inv
     assert (inv["ingested"], inv["published"], inv["dropped"], inv["quarantined"]) == (5, 3, 1, 1)
@@ -42,7 +44,7 @@ def test_balanced_books_pass_per_total_dataset_and_epoch() -> None:
 
 def test_a_run_lost_between_stages_fails_before_publishing() -> None:
     pub = published([("a", "ds1", 1)])
-    stats = stats_for({"ds1|1": 2}, pub, drops([]))
+    stats = stats_for({("ds1", "1"): 2}, pub, drops([]))
     assert not stats["invariant"]["ok"]
     assert stats["invariant"]["datasets_off"] == {"ds1": {"ingested": 2, "published": 1, "dropped": 0}}
     with pytest.raises(InvariantError, match="ingested 2 != published 1"):
@@ -52,6 +54,13 @@ def test_a_run_lost_between_stages_fails_before_publishing() -> None:
 def test_a_run_counted_under_the_wrong_epoch_is_caught() -> None:
     # totals and datasets balance, but epoch 1 ingested 2 and epoch 2 published one of them
     pub = published([("a", "ds1", 1), ("b", "ds1", 2)])
-    stats = stats_for({"ds1|1": 2}, pub, drops([]))
+    stats = stats_for({("ds1", "1"): 2}, pub, drops([]))
     assert not stats["invariant"]["ok"]
     assert set(stats["invariant"]["epochs_off"]) == {"1", "2"}
+
+
+def test_ingested_keys_round_trip_through_their_json_form() -> None:
+    counts = Counter({("mini-coder-affine-bash", "84"): 3, ("", "none"): 1, ("a|b", "2"): 2})
+    encoded = encode_ingested(counts)
+    assert encoded == {"|none": 1, "a|b|2": 2, "mini-coder-affine-bash|84": 3}
+    assert decode_ingested(encoded) == counts  # the epoch is what follows the last "|"

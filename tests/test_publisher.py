@@ -30,11 +30,7 @@ from pipeline.publish.publisher import (
     write_manifest,
 )
 from schemas.run import PUBLISHED
-from tests.test_card import table
-from tests.test_shards import sample_drops, sample_rows, sample_stats, work_frame
-
-BASH = "mini-coder-affine-bash"
-LEGO = "mini-coder-swe-lego-openhands"
+from tests.builders import BASH, LEGO, build, sample_drops, sample_rows, sample_stats, table, work_frame
 
 
 @pytest.fixture(autouse=True)
@@ -45,18 +41,6 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
 
 
-def build(workdir: Path, rows: list[dict[str, Any]] | None = None, *, checked: bool = True) -> tuple[
-        pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """A finished build in ``workdir``: publish/ trees plus ledger/ (drops.parquet, stats.json)."""
-    frame = work_frame(rows if rows is not None else sample_rows())
-    drops = sample_drops()
-    stats = sample_stats(frame, drops, checked=checked)
-    publish_tree(frame, drops, stats, workdir / "publish", benchmarks_checked=checked)
-    write_manifest(workdir / "publish", stats)  # sealed, as `run` seals every build
-    (workdir / "ledger").mkdir(parents=True, exist_ok=True)
-    drops.write_parquet(workdir / "ledger" / "drops.parquet")
-    (workdir / "ledger" / "stats.json").write_bytes(orjson.dumps(stats))
-    return frame, drops, stats
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

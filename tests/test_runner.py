@@ -14,35 +14,8 @@ from pipeline.config import Config
 from pipeline.fileio import file_sha256
 from pipeline.runner import NoBenchmarks, RunSummary, run_pipeline
 from pipeline.state import WorkdirLocked, seal_record, workdir_lock
+from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
-
-
-def tree_bytes(root: Path) -> dict[str, str]:
-    """sha256 of every file under publish/ and ledger/ (the user-visible outputs)."""
-    out = {}
-    for sub in ("publish", "ledger"):
-        for p in sorted((root / sub).rglob("*")):
-            if p.is_file():
-                out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-         "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
-
-
-def word(i: int) -> str:
-    """A number spelled in words: dedup masks digits, so runs must differ in letters."""
-    return "".join(WORDS[int(d)] for d in str(i))
-
-
-def distinct(i: int) -> dict:
-    """A run with its own action stream (so trajectory dedup keeps it)."""
-    w = word(i)
-    cmds = [(f"grep -rn '{w}_{WORDS[j]}' /testbed/src/{w}.py", f"/testbed/src/{w}.py:{j}: {w}_{WORDS[j]}\n")
-            for j in range(4)]
-    cmds.append((f"python -m pytest tests/test_{w}.py -q", f"{i} passed in 0.{i}s\n"))
-    return view_record(f"roll-{i}", instance_id=f"pallets__flask.a1b2c3d4.func_pm_op_swap__k{i}", commands=cmds)
 
 
 def config(corpus: Path, work: Path, **kw) -> Config:

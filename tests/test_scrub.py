@@ -5,43 +5,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.config import Config
-from pipeline.context import Context
 from pipeline.secrets import SECRET_KINDS, find_secrets
 from pipeline.stages.scrub import Scrub
-from schemas.run import WORK, polars_schema
-
-SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
-
-
-def work_row(commands: list[str], outputs: list[str] | None = None, **fields: object) -> dict[str, object]:
-    """One WORK-schema row whose messages are rendered from the commands and outputs."""
-    outputs = outputs if outputs is not None else [""] * len(commands)
-    statement = str(fields.pop("problem_statement", "Fix the bug."))
-    messages = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": f"<pr_description>\n{statement}\n</pr_description>"}]
-    for c, o in zip(commands, outputs, strict=True):
-        messages.append({"role": "assistant", "content": f"THOUGHT: next step.\n\n```bash\n{c}\n```"})
-        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{o}</output>"})
-    row: dict[str, object] = {name: None for name in WORK.names}
-    row.update(
-        instance_id="acme__widget-1", messages=messages, family="pr", repo="acme__widget", language="python",
-        verified=False, resolved="unknown", patch="", model="m", harness="bash", id_kind="pool",
-        upstream_id="acme__widget-1", affine_source="swesmith", origin="Affine corpus",
-        source_uid="file:///c/x.jsonl.gz#L1", submitted=True, affine_fold_group="", epoch=1, dialect="bash",
-        dataset="mini-coder-affine-bash", base_commit="", problem_statement=statement, commands=commands,
-        outputs=outputs, returncodes=[0] * len(commands), raw_bytes=100,
-    )
-    row.update(fields)
-    return row
-
-
-def work_frame(rows: list[dict[str, object]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=polars_schema(WORK))
-
-
-def ctx(benchmarks: pl.DataFrame | None = None) -> Context:
-    return Context(config=Config(), benchmarks=benchmarks, catalog_tasks=None)
+from tests.builders import SUBMIT, ctx, work_frame
+from tests.builders import run_row as work_row
 
 
 def all_text(df: pl.DataFrame) -> str:

@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
-from pipeline.config import CODE_VERSION
+from pipeline.config import VERSION
 from pipeline.ledger import Stats
 from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
@@ -259,7 +259,7 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *,
         step5 = ("5. **Benchmark leaks:** the benchmark check was skipped for this build (`--no-benchmarks`); "
                  "no run was compared with benchmark tasks.")
     return [
-        f"From `trajpipe` {CODE_VERSION}:",
+        f"From `trajpipe` {VERSION}:",
         "",
         step1,
         "2. **Trajectory-level dedup:** runs whose actions repeat another run's, exactly or nearly (MinHash "

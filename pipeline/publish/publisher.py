@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from pipeline.config import CODE_VERSION
+from pipeline.config import VERSION
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_write_json, file_sha256, replace_if_changed
 from pipeline.ledger import Stats
@@ -191,7 +191,7 @@ def write_manifest(tree: Path, stats: dict[str, Any]) -> dict[str, Any]:
     files = {rel: file_sha256(tree / rel) for rel in _tree_listing(tree)}
     build = hashlib.sha256(orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     manifest = {
-        "format": MANIFEST_FORMAT, "build": build, "code_version": CODE_VERSION,
+        "format": MANIFEST_FORMAT, "build": build, "code_version": VERSION,
         "datasets": sorted({rel.split("/", 1)[0] for rel in files if "/" in rel}),
         "files": files, "invariant": stats.get("invariant"), "validation": stats.get("validation"),
     }
@@ -378,7 +378,7 @@ def build_id(tree: Path) -> str:
 
 def commit_message(tree: Path) -> str:
     rows = sum(pq.ParquetFile(tree / rel).metadata.num_rows for rel in tree_files(tree) if rel.startswith("data/"))
-    return f"Publish {tree.name}: {rows:,} rows (trajpipe {CODE_VERSION}, build {build_id(tree)})"
+    return f"Publish {tree.name}: {rows:,} rows (trajpipe {VERSION}, build {build_id(tree)})"
 
 
 def resolve_token(token: str | None) -> str | None:

@@ -8,7 +8,7 @@ others to the ledger, so bad input is counted where it was found and never lost.
 from __future__ import annotations
 
 from collections import Counter
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 import polars as pl
 
@@ -26,12 +26,7 @@ def quarantine_rows(items: list[Quarantined]) -> pl.DataFrame:
 
 class Quarantine(Step[list[SourceItem], list[RawRun]]):
     name = "quarantine"
-    reasons: ClassVar[tuple[str, ...]] = (
-        "bad_sha256", "bad_gzip", "chunk_too_large", "unreadable",  # a whole shard
-        "bad_json", "not_object", "missing_field", "record_too_large",  # one line or row
-        "unsafe_key", "bad_manifest_entry",  # manifest entries refused
-        "unknown_format",  # `trajpipe convert`: not a trajectory of a known format
-    )
+    reasons: ClassVar[tuple[str, ...]] = get_args(QuarantineReason)
 
     def process(self, batch: list[SourceItem]) -> StageOutput[list[RawRun]]:
         runs = [x for x in batch if isinstance(x, RawRun)]
