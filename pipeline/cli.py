@@ -23,7 +23,7 @@ from rich.console import Console
 from typer._click import exceptions as usage
 from typer.core import TyperGroup
 
-from pipeline.config import CODE_VERSION
+from pipeline.config import VERSION
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -86,7 +86,7 @@ app.add_typer(bench_app, name="benchmarks")
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"trajpipe {CODE_VERSION}")
+        typer.echo(f"trajpipe {VERSION}")
         raise typer.Exit()
 
 

@@ -193,10 +193,10 @@ def test_explain_accepts_a_unique_suffix_and_speaks_human_unless_json(build: dic
 
 
 def test_version_and_short_help() -> None:
-    from pipeline.config import CODE_VERSION
+    from pipeline.config import VERSION
 
     res = CliRunner().invoke(app, ["--version"])
-    assert (res.exit_code, res.stdout) == (0, f"trajpipe {CODE_VERSION}\n")
+    assert (res.exit_code, res.stdout) == (0, f"trajpipe {VERSION}\n")
     res = CliRunner().invoke(app, ["run", "-h"])
     assert res.exit_code == 0
     text = " ".join(res.stdout.split())
