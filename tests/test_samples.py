@@ -31,7 +31,7 @@ FILES = sorted(SAMPLE_FILES)
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
 # runs whose conversion is a counted drop: SWE-agent's abbreviated view of a large file has no shell
 # command that prints it (issue 11 class 5; it used to pass as the output of `cat -n` on the whole file)
-DROPPED = {"sweagent-swesmith-pandas-pr_53856.traj": "clipped_view"}
+DROPPED = {"sweagent-swesmith-pandas-pr_53856.traj": "unverifiable_view"}
 
 
 def episode_of(samples: Path, name: str, row: int = 0) -> Episode:
@@ -128,7 +128,8 @@ def test_sweagent_1x_first_turns_and_the_abbreviated_view_drop(samples: Path) ->
     assert "<response clipped>" in ep.steps[1].observation  # the abbreviated view of pandas/io/sql.py
     with pytest.raises(ConvertError) as err:
         convert_episode(ep)
-    assert (err.value.reason, err.value.detail) == ("clipped_view", "turn 1: /testbed/pandas/io/sql.py")
+    assert (err.value.reason, err.value.detail) == (
+        "unverifiable_view", "turn 1: abbreviated view of /testbed/pandas/io/sql.py")
 
 
 def test_openhands_events_first_published_turn(samples: Path) -> None:
@@ -163,7 +164,7 @@ def test_sweagent_function_calling_published_turns(samples: Path) -> None:
     assert conv.outputs[2].startswith("Text replaced. Please review the changes and make sure they are correct:\n")
     assert conv.outputs[2].endswith("4:def division(a: float, b: float) -> float:\n5:    return a/b\n6:\n7:\n"
                                     '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n')
-    assert (conv.commands[3], conv.outputs[3]) == ("python tests/missing_colon.py", "8.2")
+    assert (conv.commands[3], conv.outputs[3]) == ("python tests/missing_colon.py", "8.2\n")  # newline restored
     assert conv.messages[-1]["content"].startswith("diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n")
 
 
@@ -181,7 +182,7 @@ def test_sweagent_function_calling_replays_on_the_demo_file(samples: Path, tmp_p
         assert (res.returncode, res.stdout) == (rc, out.replace("/testbed", str(tmp_path)))
     assert "def division(a: float, b: float) -> float:\n" in f.read_text()
     run = subprocess.run(["python3", "tests/missing_colon.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert run.stdout == conv.outputs[3] + "\n"  # SWE-agent 1.x recorded it without the final newline
+    assert run.stdout == conv.outputs[3]  # SWE-agent 1.x recorded it without the final newline: restored
 
 
 def test_sweagent_0x_pydicom_published_turns(samples: Path) -> None:

@@ -1,4 +1,4 @@
-"""Episode → mini-swe-agent v1 messages (DESIGN §4.1): roots rewritten, tools → bash, rendered.
+"""Episode → mini-swe-agent v1 messages: roots rewritten, tools → bash, rendered.
 
 ``convert_episode`` is the one entry point. Turn rules:
 

@@ -1,4 +1,4 @@
-"""Tool call → ONE bash command whose output is the observation (DESIGN §4.1, input-formats §5).
+"""Tool call → ONE bash command whose output is the observation (input-formats §5).
 
 Every converter returns an :class:`Action`: a command to run (``run``), text to fold into the
 next THOUGHT (``fold``: ``think``), nothing (``remove``: to-do and memory tools, ``C-c``
@@ -542,6 +542,9 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     **{n: (_PATH, _NEW) for n in REPLACE_TOOLS}}
 
 
+_ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
+
+
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
@@ -566,10 +569,17 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    if SUBMIT_RE.match(name) and set(args) <= {"args", "body"} and str(args.get("args") or "").strip():
+        # a submit with an argument (a CTF flag) is not the patch submit, and has no shell command
+        raise ConvertError("unknown_tool", f"{name} <argument>")
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
         _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
+        if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
+            # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
+            # shell command prints that, and ``cat -n`` would claim the whole file
+            raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
         _require(name, args, _NEEDS[name], turn)

@@ -111,10 +111,12 @@ def _not_a_run(obj: Any) -> str:
     return f"unrecognised {type(obj).__name__}"
 
 
-def iter_trajectory_file(path: Path, max_bytes: int = 1 << 30) -> Iterator[RawRun | Quarantined]:
-    """One RawRun per run in ``path`` (``#row=<n>`` for JSON documents, ``#L<line>`` for JSONL)."""
+def iter_trajectory_file(path: Path, max_bytes: int = 1 << 30, *, name: str | None = None
+                         ) -> Iterator[RawRun | Quarantined]:
+    """One RawRun per run in ``path`` (``#row=<n>`` for JSON documents, ``#L<line>`` for JSONL);
+    source_uids start with ``name`` (default: the file name)."""
     path = Path(path)
-    name = path.name
+    name = name or path.name
     try:
         data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":
