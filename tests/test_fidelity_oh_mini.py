@@ -416,3 +416,13 @@ def test_a_failed_read_prints_what_cat_or_sed_print(args: dict[str, Any], comman
     assert (action.command, action.output, action.returncode) == (command, output, rc)
     res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], capture_output=True, text=True)
     assert (res.stdout + res.stderr, res.returncode) == (output.replace("/testbed", str(tmp_path)), rc)
+
+
+def test_a_secret_in_a_timed_out_output_is_redacted_and_the_run_stays_valid(tmp_path: Path) -> None:
+    events = orjson.loads((REPRO / "R7_openhands_exit_minus1.json").read_bytes())
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    events[2]["content"] = f"Serving with token {token} ..."
+    (tmp_path / "t.json").write_bytes(orjson.dumps(events))
+    t = turns(one(tmp_path / "t.json", tmp_path))
+    assert token not in t[1] and "<REDACTED:github_token>" in t[1]
+    assert t[1].startswith("The last command <command>python3 -m http.server 8000</command> timed out")
