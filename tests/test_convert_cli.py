@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.stages.validate import validate_messages
-from tests.conftest import REAL
+from tests.conftest import REAL, REAL_SAMPLES
 
 EXPECTED_FORMAT = {  # sample file -> the format detected from its content
     "mini-swe-agent-v1-github-issue.traj.json": "mini-swe-agent",
@@ -36,7 +36,7 @@ def run_convert(files: list[Path], out: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def lines(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    samples = sorted(p for p in REAL.iterdir() if p.suffix != ".md")
+    samples = sorted(REAL / name for name in REAL_SAMPLES)
     assert {p.name for p in samples} == set(EXPECTED_FORMAT)
     return run_convert(samples, tmp_path_factory.mktemp("cli") / "out.jsonl")
 
