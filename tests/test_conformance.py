@@ -27,7 +27,7 @@ from pipeline.stages.validate import validate_messages
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 EXPECTATIONS: dict[str, dict[str, Any]] = json.loads((REAL / "EXPECTATIONS.json").read_text())
 NOT_RUN_FILES = {"PROVENANCE.md", "README.md", "EXPECTATIONS.json"}
-FILES = sorted(p.name for p in REAL.iterdir() if p.name not in NOT_RUN_FILES)
+FILES = sorted(p.name for p in REAL.iterdir() if p.is_file() and p.name not in NOT_RUN_FILES)
 OUTCOME = re.compile(r"converted|drop:[a-z_]+/[a-z_]+")
 TIMEOUT_HEAD = "The last command <command>"  # mini-swe-agent 1.17.5 AgentConfig.timeout_template
 TIMEOUT_TAIL = "</command> timed out and has been killed."
