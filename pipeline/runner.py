@@ -7,6 +7,7 @@ run's decisions are committed atomically, and the publish tree is re-rendered fr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import time
@@ -137,7 +138,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     config = config.with_references()
     workdir = Path(config.workdir)
     summary = RunSummary()
-    with workdir_lock(workdir):
+    with workdir_lock(workdir), _no_temp_files_left(workdir):
         state = State(workdir)
         if rebuild:
             state.reset()
@@ -177,6 +178,21 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
         summary.seconds["publish"] = time.perf_counter() - t0
     return summary
+
+
+@contextlib.contextmanager
+def _no_temp_files_left(workdir: Path) -> Iterator[None]:
+    """A run that fails (disk full, a damaged file) leaves no temp file behind: the state stays as
+    the last whole run left it, and the next run starts clean. Only called under the lock."""
+    try:
+        yield
+    except BaseException:
+        for pattern in ("state/cache/*/.*.tmp", "state/*/.*.tmp", "ledger/.*.tmp", ".publish.tmp-*"):
+            for tmp in workdir.glob(pattern):
+                tmp.unlink(missing_ok=True)
+        for stage in (workdir / "builds").glob(".staging-*"):
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
 
 
 KEY_COLUMNS = ["source_uid", "epoch", "dataset", "resolved", "exact_hash", "minhash"]
