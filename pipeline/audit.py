@@ -203,8 +203,11 @@ def explain(workdir: Path, source_uid: str) -> dict[str, Any]:
         uids = pl.read_parquet(shard, columns=["source_uid"])["source_uid"]
         hits = (uids == source_uid).arg_true()
         if len(hits):
-            return {"source_uid": source_uid, "fate": "published", "dataset": shard.parent.parent.name,
+            fate = {"source_uid": source_uid, "fate": "published", "dataset": shard.parent.parent.name,
                     "shard": str(shard.relative_to(workdir / "publish")), "row": int(hits[0])}
+            # other runs that carried the same uid (traj_dedup/duplicate_uid) are shown with it
+            others = _read_drops(workdir).filter(pl.col("source_uid") == source_uid)
+            return {**fate, "entries": others.to_dicts()} if others.height else fate
     drops = _read_drops(workdir).filter(pl.col("source_uid") == source_uid)
     if drops.height:
         entries = drops.to_dicts()

@@ -118,14 +118,17 @@ def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
     fingerprint = hashlib.sha256("\n".join(
         [scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()).hexdigest()[:24]
     cached = state.root / "catalog" / f"{fingerprint}.parquet"
-    if cached.exists():
+    check = cached.with_suffix(".sha256")  # written after the keys: a damaged cache is recomputed
+    if cached.exists() and check.exists() and check.read_text().strip() == file_sha256(cached):
         return pl.read_parquet(cached)
     keys = empty_keys
     cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
     if cat.height:
         keys = add_dedup_keys(cat, config.dedup).select(
             ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash")
-    atomic_write_bytes(cached, parquet_bytes(keys.to_arrow()))
+    data = parquet_bytes(keys.to_arrow())
+    atomic_write_bytes(cached, data)
+    atomic_write_bytes(check, hashlib.sha256(data).hexdigest().encode())
     return keys
 
 

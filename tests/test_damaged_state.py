@@ -221,3 +221,30 @@ def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
     code, out = run(corpus, work)
     assert code == 0, out
     assert tree_bytes(work) == rebuilt  # one commit of everything, as a --rebuild makes
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> None:
+    """The catalog's dedup keys are a cache with a sha256 beside them: damaged, they are computed
+    again from the catalog, and the decisions are those of an undamaged work dir."""
+    from pipeline.config import Config
+    from pipeline.runner import run_pipeline
+
+    first = tmp_path / "first"
+    add_epoch(first, 1, [[distinct(1), distinct(2)]])
+    run_pipeline(Config(affine=(str(first),), workdir=str(tmp_path / "a"), no_benchmarks=True, workers=1))
+    runs = tmp_path / "catalog" / "runs"
+    runs.mkdir(parents=True)
+    for i, shard in enumerate(sorted((tmp_path / "a" / "publish").rglob("train-*.parquet"))):
+        shutil.copy(shard, runs / f"part-{i}.parquet")
+    second = tmp_path / "second"
+    shards = add_epoch(second, 5, [[distinct(1) | {"rollout_id": "again"}, distinct(3)]])
+    cfgs = [Config(affine=(str(second),), workdir=str(tmp_path / name), no_benchmarks=True, workers=1,
+                   catalog=str(tmp_path / "catalog")) for name in ("clean", "damaged")]
+    for cfg in cfgs:
+        run_pipeline(cfg)
+    DAMAGE[how](next((tmp_path / "damaged" / "state" / "catalog").glob("*.parquet")))
+    add_epoch(second, 6, [[distinct(1) | {"rollout_id": "third"}, distinct(4)]], keep=shards)
+    for cfg in cfgs:
+        assert run_pipeline(cfg).stats["drops"] == {"traj_dedup/exact": 2}
+    assert tree_bytes(tmp_path / "clean") == tree_bytes(tmp_path / "damaged")
