@@ -218,7 +218,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
-    from pipeline.stages.scrub import scrub_ledger
+    from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import traj_dedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
@@ -261,6 +261,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     seq = state.next_seq()
     files = state.write_parts(seq, admitted_rows(), ledger)
+    counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
     return PendingCommit(seq, [u.state_key for u in new], files,
                          {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
                           "signature_scheme": signature_scheme(config),

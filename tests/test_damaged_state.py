@@ -192,7 +192,7 @@ def test_lock_has_one_holder_even_when_stale_and_raced(tmp_path: Path) -> None:
     assert sum(b for _, b in results) == 0, results
 
 
-@pytest.mark.parametrize("limit_kib", [8, 13, 20])  # in the unit caches, in the commit, in the build
+@pytest.mark.parametrize("limit_kib", [8, 13, 20])  # fails in the first unit cache, a later one, the commit
 def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
         base: tuple[Path, Path, dict[str, str], dict[str, str]], limit_kib: int, tmp_path: Path) -> None:
     """Writes fail part-way (a file-size limit makes every write past it fail with EFBIG, as a
