@@ -12,7 +12,7 @@ from pipeline.parsers.files import detect_format, iter_trajectory_file
 from tests.conftest import REAL
 
 SAMPLES = REAL
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
+FILES = sorted(p.name for p in SAMPLES.glob("*") if p.is_file() and p.suffix != ".md")
 
 
 @pytest.fixture(scope="module")

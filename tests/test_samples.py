@@ -27,7 +27,7 @@ from pipeline.stages.validate import validate_messages  # noqa: E402
 from tests.conftest import REAL  # noqa: E402
 
 SAMPLES = REAL
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
+FILES = sorted(p.name for p in SAMPLES.glob("*") if p.is_file() and p.suffix != ".md")
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
 
 
