@@ -22,8 +22,8 @@ BLOCK_RE = re.compile(ACTION_REGEX.replace("(.*?)", ".*?"), re.DOTALL)
 # the first output line that ends a run (has_finished); the first is the one the submit prints
 SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 SUBMIT_SENTINEL = SENTINELS[0]
-# what input runs may end with: also pre-1.0 mini-swe-agent's (micro-swe-agent) sentinel
-INPUT_SENTINELS = (*SENTINELS, "MICRO_SWE_AGENT_FINAL_OUTPUT")
+# what input runs may end with: also pre-1.0 mini-swe-agent's sentinels (micro- and nano-swe-agent)
+INPUT_SENTINELS = (*SENTINELS, "MICRO_SWE_AGENT_FINAL_OUTPUT", "NANO_SWE_AGENT_FINAL_OUTPUT")
 SUBMIT_COMMAND = f"echo {SUBMIT_SENTINEL} && git add -A && git diff --cached"
 
 TRUNCATE_AT = 10_000  # output rendered whole when len(output) < 10000 characters
