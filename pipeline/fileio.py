@@ -75,6 +75,20 @@ def same_bytes(a: Path, b: Path) -> bool:
     return b.exists() and a.stat().st_size == b.stat().st_size and filecmp.cmp(a, b, shallow=False)
 
 
+def move_dir(src: Path, dest: Path) -> None:
+    """Rename a whole directory (a staged build into place, an old one aside): one atomic step."""
+    os.rename(src, dest)
+
+
+def switch_symlink(path: Path, target: str) -> None:
+    """Point the symlink ``path`` at ``target`` in one atomic step: a new link beside it, renamed
+    over it, so a reader sees the old target or the new one, never no link."""
+    link = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    link.unlink(missing_ok=True)
+    os.symlink(target, link)
+    os.replace(link, path)
+
+
 def replace_if_changed(tmp: Path, dest: Path) -> bool:
     """Move ``tmp`` onto ``dest`` atomically unless ``dest`` already holds the same bytes (then the
     temp file is removed and ``dest`` keeps its mtime). Returns whether ``dest`` changed."""

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256
+from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256, fsync_replace
 
 # (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
 # "none" for runs without one (pipeline.process.epoch_key)
@@ -252,7 +252,7 @@ class UnitWriter:
                 self.write(empty_kept)
             assert self._writer is not None
             self._writer.close()
-            os.replace(self._tmp, self.dir / "kept.parquet")
+            fsync_replace(self._tmp, self.dir / "kept.parquet")
             crashpoint("unit_write")
             self._finish_drops(empty_drops)
             files = {n: file_sha256(self.dir / n) for n in ("kept.parquet", "drops.parquet")}

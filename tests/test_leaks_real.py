@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
 
-from pipeline.episode import Quarantined
 from pipeline.parsers.files import iter_trajectory_file
-from pipeline.process import convert_runs
+from pipeline.process import run_steps
+from pipeline.stages import STEPS
 from pipeline.stages.leaks import SolutionLeak
-from schemas.run import WORK, empty
-from tests.test_scrub import ctx
+from tests.builders import ctx
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 LEAKS = REAL / "leaks"
@@ -29,12 +27,12 @@ def run_files(folder: Path) -> list[str]:
 
 def solution_leak(path: Path) -> list[tuple[str, list[str]]]:
     """(outcome, attempts) of every run of a real file through parse -> convert -> SolutionLeak."""
-    raws = [r for r in iter_trajectory_file(path) if not isinstance(r, Quarantined)]
-    rows, _, _ = convert_runs(raws, 250)
+    read = [step(ctx()) for step in STEPS if step.name in ("quarantine", "parse", "convert")]
+    batch, _, _ = run_steps(read, list(iter_trajectory_file(path)))
     stage = SolutionLeak(ctx())
     out: list[tuple[str, list[str]]] = []
-    for row in rows:
-        res = stage(pl.DataFrame([row], schema=empty(WORK).schema))
+    for i in range(batch.height):
+        res = stage(batch[i : i + 1])
         outcome = f"solution_leak/{res.dropped['reason'][0]}" if res.dropped.height else "kept"
         out.append((outcome, sorted(k.split("/", 1)[1] for k in res.counters
                                     if k.startswith("solution_leak_attempt/"))))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipeline.hashing import LINE_SEED
 from pipeline.leaks.ngrams import bitmap, gram_hashes, gram_starts, is_in_sorted, maybe_in, token_hashes
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
 
@@ -132,7 +133,7 @@ class BenchmarkIndex:
         gold = [(i, ln) for i, p in enumerate(patches) for ln in diff_side(p, "+")]
         g = pl.DataFrame({"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
                          schema={"inst": pl.UInt32, "x": pl.Utf8})
-        g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=11).alias("h")).unique()
+        g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=LINE_SEED).alias("h")).unique()
         gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
         # an addition (``+line``) in a text that also names the gold patch's file (a printed patch).
@@ -216,7 +217,7 @@ def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFram
     need = np.unique(lines.lid[wanted])
     normed = (pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
               .with_columns(norm_lines_expr(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
-              .select("lid", pl.col("x").hash(seed=11).alias("h")))
+              .select("lid", pl.col("x").hash(seed=LINE_SEED).alias("h")))
     hits: list[pl.DataFrame] = []
     if index.gold.height:
         found = lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
@@ -246,7 +247,7 @@ def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFram
 def _line_hash(lines: list[str]) -> list[int]:
     """Hashes of lines normalised as the gold patch's lines are (:func:`norm_lines_expr`, seed 11)."""
     series = pl.Series("x", lines, dtype=pl.Utf8)
-    return pl.DataFrame([series]).select(norm_lines_expr(pl.col("x")).hash(seed=11))["x"].to_list()
+    return pl.DataFrame([series]).select(norm_lines_expr(pl.col("x")).hash(seed=LINE_SEED))["x"].to_list()
 
 
 def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFrame:

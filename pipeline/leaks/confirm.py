@@ -17,10 +17,11 @@ import re
 from pipeline.leaks.rules import RELATIVE, Task, git_parts, refs_of
 from pipeline.leaks.text import containment, has_run, line_set, obs_lines
 from pipeline.shell import split_command
+from schemas.miniswe import SUBMIT_SENTINEL
 
 FIX_CONTAINMENT = 0.5
 OWN_DIFF_CONTAINMENT = 0.8
-SUBMIT_MARK = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SUBMIT_MARK = SUBMIT_SENTINEL
 
 FETCH_ERROR = re.compile(
     r"(?i)404[: ]+not found|\b(?:401|403|404|429|500|502|503)\b[^\n]{0,40}(?:error|forbidden|not found|unauthori)|"

@@ -12,12 +12,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.hashing import GRAM_MIX, TOKEN_SEED
 from pipeline.textbytes import utf8_buffers
 
 _WORD = r"[a-z0-9_]+"
-_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-                  0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9],
-                 dtype=np.uint64)
+_MULT = GRAM_MIX
 
 
 def token_hashes_regex(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +27,7 @@ def token_hashes_regex(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     toks = texts.fill_null("").str.to_lowercase().str.extract_all(_WORD)
     counts = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
     flat = toks.explode().drop_nulls()  # an empty list explodes to one null: not a token
-    return flat.hash(seed=7).to_numpy(), counts
+    return flat.hash(seed=TOKEN_SEED).to_numpy(), counts
 
 
 def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +65,7 @@ def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(lens, out=tok_off[1:])
     tokens = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(tok_off),
                                               pa.py_buffer(np.compress(isw, low)))
-    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=7).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
+    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=TOKEN_SEED).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
     counts = np.diff(np.searchsorted(starts, off)).astype(np.int64)
     if not other.any():
         return h, counts

@@ -25,7 +25,7 @@ from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.config import VERSION
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_json, file_sha256, replace_if_changed
+from pipeline.fileio import atomic_write_json, file_sha256, move_dir, replace_if_changed, switch_symlink
 from pipeline.ledger import Stats
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
@@ -279,15 +279,12 @@ def switch_build(workdir: Path, stage: Path, manifest: dict[str, Any], *, curren
         # a leftover of a killed run, or the current build damaged: moved aside, never half-removed
         aside = builds / f".old-{os.getpid()}"
         shutil.rmtree(aside, ignore_errors=True)
-        os.rename(final, aside)
-    os.rename(stage, final)
+        move_dir(final, aside)
+    move_dir(stage, final)
     crashpoint("publish_write")
     if publish.exists() and not publish.is_symlink():  # a work dir from before builds/: moved aside
-        os.rename(publish, builds / f".legacy-{os.getpid()}")
-    link = workdir / f".publish.tmp-{os.getpid()}"
-    link.unlink(missing_ok=True)
-    os.symlink(f"{BUILDS}/{final.name}", link)
-    os.replace(link, publish)  # the switch
+        move_dir(publish, builds / f".legacy-{os.getpid()}")
+    switch_symlink(publish, f"{BUILDS}/{final.name}")  # the switch
     crashpoint("publish_write")
     for old in builds.iterdir():
         if old.name != final.name:
