@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,8 @@ def _benchmark_commits(dirs: list[Path]) -> dict[str, tuple[str, str]]:
 def resolve_tasks(runs: list[Run], expectations: dict[str, Any], bench_dirs: list[Path]) -> None:
     """Fill repo/commit of each run (expectations, then SWE-bench tables, then replay_tasks.json)."""
     tables = _benchmark_commits(bench_dirs)
-    extra = json.loads(TASKS_FILE.read_text()) if TASKS_FILE.is_file() else {}
+    extra = {k: v for k, v in (json.loads(TASKS_FILE.read_text()) if TASKS_FILE.is_file() else {}).items()
+             if isinstance(v, dict)}
     for run in runs:
         exp = expectations.get(run.uid, {})
         run.instance_id = exp.get("instance_id") or run.instance_id
@@ -124,7 +126,54 @@ def resolve_tasks(runs: list[Run], expectations: dict[str, Any], bench_dirs: lis
         if not run.commit and run.instance_id in tables:
             run.repo, run.commit = tables[run.instance_id]
         if not run.commit and run.uid in extra:
-            run.repo, run.commit = extra[run.uid]["repo"], extra[run.uid]["base_commit"]
+            run.repo = run.repo or extra[run.uid]["repo"]
+            run.commit = extra[run.uid].get("base_commit")
+
+
+_PREIMAGE = re.compile(r"^diff --git a/(\S+) b/\S+\n(?:[^\n]*\n)*?index ([0-9a-f]{7,40})\.\.", re.M)
+
+
+def candidate_commits(repo: str, patch: str | None, mirror: Path, limit: int) -> list[str]:
+    """Main-line commits of the mirror where every file the recorded patch changes has the
+    patch's pre-image blob (all main-line commits when there is no patch), newest first, thinned
+    evenly to at most ``limit``."""
+    commits = _git(f"--git-dir={mirror}", "rev-list", "--first-parent", "HEAD").split()
+    pre = [(path, blob) for path, blob in _PREIMAGE.findall((patch or "").replace("\r\n", "\n"))
+           if set(blob) != {"0"}]
+    if pre:
+        query = "".join(f"{c}:{path}\n" for c in commits for path, _ in pre)
+        out = subprocess.run(["git", f"--git-dir={mirror}", "cat-file", "--batch-check=%(objectname)"],
+                             input=query, capture_output=True, text=True, check=True).stdout.split("\n")
+        ok = []
+        for i, c in enumerate(commits):
+            got = out[i * len(pre):(i + 1) * len(pre)]
+            if all(g.startswith(blob) for g, (_, blob) in zip(got, pre, strict=True)):
+                ok.append(c)
+        commits = ok
+    if len(commits) > limit:
+        step = (len(commits) - 1) / (limit - 1)
+        commits = [commits[round(i * step)] for i in range(limit)]
+    return commits
+
+
+def infer_commit(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float, limit: int) -> str:
+    """For a run whose repository is known but not its commit: replay it on each candidate
+    commit and keep the one with the most identical observations (ties: the newest)."""
+    assert run.repo
+    mirror = find_mirror(run.repo, mirror_dirs)
+    if mirror is None:
+        return ""
+    turns = turns_of(run.messages or [])
+    patch = recorded_patch(run.payload) or (turns[-1].observation if turns and turns[-1].submit else None)
+    best, best_n = "", -1
+    for c in candidate_commits(run.repo, patch, mirror, limit):
+        run.commit = c
+        res = replay_run(run, mirror_dirs, cache, timeout)
+        n = res.replay.count("identical") + (res.patch_status == "identical") if res.replay else -1
+        if n > best_n:
+            best, best_n = c, n
+    run.commit = None
+    return best
 
 
 def recorded_patch(payload: dict[str, Any]) -> str | None:
@@ -187,8 +236,26 @@ def base_tree(repo: str, commit: str, mirror_dirs: list[Path], cache: Path) -> P
 # ---------------------------------------------------------------- replay
 
 
+_OUT_NO_NL = re.compile(r"^-[^\n]*[^\n>]</output>$", re.M)  # converted: text glued to </output>
+_INDEX = re.compile(r"^index ([0-9a-f]{7,40})\.\.[0-9a-f]{7,40}", re.M)
+
+
 def _norm_patch(p: str) -> str:
+    """A patch as compared: CRLF from a PTY-captured record read as LF, outer blank lines ignored."""
+    p = p.replace("\r\n", "\n")
     return p.strip("\n") + "\n" if p.strip() else ""
+
+
+def abbrev_of(run: Run, turns: list[Turn], mirror: Path | None) -> int | None:
+    """The hash length the task image's git printed (``index a..b`` lines of the recorded patch or
+    of any observation), else the mirror's own; a fresh repo would abbreviate to 7."""
+    for text in [recorded_patch(run.payload) or "", *(t.observation for t in turns)]:
+        m = _INDEX.search(text)
+        if m:
+            return len(m.group(1))
+    if mirror is not None:
+        return len(_git(f"--git-dir={mirror}", "rev-parse", "--short", "HEAD").strip())
+    return None
 
 
 def replay_run(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float) -> Result:
@@ -205,6 +272,9 @@ def replay_run(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float) -
     with tempfile.TemporaryDirectory(prefix="replay-") as scratch:
         tree = Path(scratch) / "testbed"
         subprocess.run(["cp", "-a", str(base), str(tree)], check=True)
+        abbrev = abbrev_of(run, turns, find_mirror(run.repo, mirror_dirs))
+        if abbrev:
+            _git("config", "core.abbrev", str(abbrev), cwd=tree)
         shell = make_shell(tree, Path(scratch) / "ns")
         rep = replay_turns(turns, shell, timeout)
         final = shell.run(FINAL_DIFF, timeout=timeout)
@@ -242,16 +312,18 @@ def summary_rows(results: list[Result], expectations: dict[str, Any]) -> list[li
         rows.append([
             key, str(len(rs)), str(len(rep)),
             str(sum(r.replay.identical for r in rep)),  # type: ignore[union-attr]
+            str(sum(r.replay.count("differs") == 0 and r.patch_status != "differs" for r in rep)),  # type: ignore[union-attr]
             f"{sum(t.status == 'identical' for t in turns)}/{sum(t.status != 'skipped' for t in turns)}",
-            str(sum(t.status == "runtime" for t in turns)),
+            str(sum(t.status in ("runtime", "dates") for t in turns)),
             str(sum(t.status == "skipped" for t in turns)),
             f"{sum(r.patch_status == 'identical' for r in rep)}/{sum(r.patch_status != 'none recorded' for r in rep)}",
         ])
     return rows
 
 
-HEADER = ["format", "runs", "replayed", "runs with every observation identical", "observations identical",
-          "differ: task runtime", "skipped (network/package)", "final diffs identical"]
+HEADER = ["format", "runs", "replayed", "runs: every observation identical",
+          "runs: identical but for the environment", "observations identical",
+          "differ: environment (task runtime, file dates)", "skipped (network/package)", "final diffs identical"]
 
 
 def table(rows: list[list[str]]) -> str:
@@ -269,7 +341,7 @@ def render(results: list[Result], expectations: dict[str, Any], command: str) ->
            "Final diffs: `git add -A && git diff --cached` after the last command vs the patch the "
            "raw record carries (leading/trailing blank lines ignored).\n",
            table(summary_rows(results, expectations)), "\n## Runs\n",
-           "| run | format | repo@commit | turns | identical | runtime | skipped | final diff | note |",
+           "| run | format | repo@commit | turns | identical | environment | skipped | final diff | note |",
            "|---|---|---|---:|---:|---:|---:|---|---|"]
     for r in results:
         if r.status != "replayed":
@@ -278,22 +350,24 @@ def render(results: list[Result], expectations: dict[str, Any], command: str) ->
         rep = r.replay
         assert rep is not None
         first = rep.first_difference
-        note = f"first difference: turn {first.index} ({first.status})" if first else ""
+        note = (f"first difference: turn {first.index} ({first.status})" if first else "") + (f" {r.why}" if r.why else "")
         out.append(f"| `{r.run.uid}` | {r.run.fmt} | {r.run.repo}@{(r.run.commit or '')[:10]} | {len(rep.turns)} | "
-                   f"{rep.count('identical')} | {rep.count('runtime')} | {rep.count('skipped')} | {r.patch_status} | {note} |")
+                   f"{rep.count('identical')} | {rep.count('runtime') + rep.count('dates')} | {rep.count('skipped')} | {r.patch_status} | {note} |")
     out.append("\n## Differences\n")
     for r in results:
         if r.status != "replayed":
             continue
         rep = r.replay
         assert rep is not None
-        diffs = [t for t in rep.turns if t.status in ("differs", "runtime")]
+        diffs = [t for t in rep.turns if t.status in ("differs", "runtime", "dates")]
         if not diffs and r.patch_status != "differs":
             continue
         out.append(f"### `{r.run.uid}`\n")
         for t in diffs:
             cmd = t.command.splitlines()[0][:100]
             flag = " (after a skipped command: the tree may have diverged)" if t.after_skip else ""
+            if t.status == "runtime" and _OUT_NO_NL.search(t.diff):
+                flag += " — the converted output lacks the final newline the program printed (class 9)"
             out.append(f"- turn {t.index} **{t.status}**{flag}: `{cmd}`\n\n```diff\n{t.diff}```\n")
         skipped = [t for t in rep.turns if t.status == "skipped"]
         for t in skipped:
@@ -313,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "replay.md")
     ap.add_argument("--json", type=Path, default=None, help="also write per-run results as JSON")
+    ap.add_argument("--infer-commits", type=int, default=0, metavar="N",
+                    help="for runs with a repository but no commit, try up to N main-line commits "
+                         "matching the recorded patch's pre-image and keep the best replay")
     args = ap.parse_args(argv)
 
     expectations: dict[str, Any] = {}
@@ -327,10 +404,15 @@ def main(argv: list[str] | None = None) -> int:
     resolve_tasks(runs, expectations, bench_dirs)
     results = []
     for run in runs:
+        inferred = ""
+        if args.infer_commits and run.messages and run.repo and not run.commit:
+            inferred = run.commit = infer_commit(run, mirrors, args.cache, args.timeout, args.infer_commits) or None
         res = replay_run(run, mirrors, args.cache, args.timeout)
         print(f"{run.uid}: {res.status} {res.why}"
               + (f" identical={res.replay.count('identical')}/{len(res.replay.turns)} diff={res.patch_status}"
                  if res.replay else ""), file=sys.stderr)
+        if inferred:
+            res.why = f"commit inferred by replay among main-line candidates ({args.infer_commits} max)"
         results.append(res)
     command = "bench/replay.py " + " ".join(str(p) for p in args.paths)
     args.out.parent.mkdir(parents=True, exist_ok=True)

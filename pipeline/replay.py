@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.convert.render import SENTINELS, parse_actions, render_observation, submission_of
-from pipeline.stages.leaks import split_command
+from pipeline.shell import split_command
 
 TESTBED = "/testbed"
 TIMEOUT_S = 60  # mini-swe-agent extra/swebench.yaml environment.timeout
@@ -312,7 +312,7 @@ def short_diff(expected: str, got: str, lines: int = 12) -> str:
 @dataclass
 class TurnOutcome:
     index: int
-    status: str  # identical | differs | runtime | skipped
+    status: str  # identical | differs | runtime (the task's code ran) | dates (file times only) | skipped
     command: str
     reason: str = ""  # skipped: network/package
     after_skip: bool = False  # a command was skipped earlier in the run: the tree may have diverged
@@ -328,7 +328,7 @@ class Replay:
 
     @property
     def first_difference(self) -> TurnOutcome | None:
-        return next((t for t in self.turns if t.status in ("differs", "runtime")), None)
+        return next((t for t in self.turns if t.status in ("differs", "runtime", "dates")), None)
 
     @property
     def identical(self) -> bool:
@@ -341,10 +341,19 @@ def replay_turn(turn: Turn, shell: Shell, timeout: float = TIMEOUT_S) -> tuple[s
     return render_as(turn, res.output, res.returncode, res.timed_out), res
 
 
+_LS_DATE = re.compile(r"\b[A-Z][a-z]{2} [ \d]\d (?:\d\d:\d\d|[ \d]\d{4})\b")
+
+
+def dates_only(expected: str, got: str) -> bool:
+    """True when two outputs differ only in ``ls -l`` style dates (the checkout's file times)."""
+    return expected != got and _LS_DATE.sub("DATE", expected) == _LS_DATE.sub("DATE", got)
+
+
 def outcome_of(turn: Turn, got: str, skipped_before: bool) -> TurnOutcome:
     if got == turn.observation:
         return TurnOutcome(turn.index, "identical", turn.command, after_skip=skipped_before)
-    status = "runtime" if runtime_dependent(turn.command) else "differs"
+    status = ("runtime" if runtime_dependent(turn.command) else
+              "dates" if dates_only(turn.observation, got) else "differs")
     return TurnOutcome(turn.index, status, turn.command, after_skip=skipped_before,
                        diff=short_diff(turn.observation, got))
 

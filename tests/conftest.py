@@ -19,6 +19,19 @@ settings.load_profile("ci")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = FIXTURES / "real"  # real public trajectory files (PROVENANCE.md there)
+# The nine samples the format tests were first written against (hand-checked turn by turn);
+# every other real file is checked by tests/test_conformance.py from EXPECTATIONS.json.
+SAMPLE_FILES = (
+    "mini-swe-agent-v1-github-issue.traj.json",
+    "mini-swe-agent-v2-github-issue.traj.json",
+    "openhands-events-basic.json",
+    "sweagent-0x-gpt4-pydicom-1458.traj",
+    "sweagent-demo-function-calling-simple.traj",
+    "sweagent-demo-textaction-window-marshmallow-1867.traj",
+    "sweagent-swesmith-pandas-pr_53856.traj",
+    "swesmith-ft-xml-example.jsonl",
+    "swesmith-task-instance-pandas-pr_53652.json",
+)
 BENCH = FIXTURES / "benchmarks"  # small extracts of the real benchmark tables (PROVENANCE.md there)
 
 

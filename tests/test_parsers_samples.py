@@ -9,10 +9,10 @@ import pytest
 from pipeline.episode import Bash, Episode, Quarantined, RawRun, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
-from tests.conftest import REAL
+from tests.conftest import REAL, SAMPLE_FILES
 
 SAMPLES = REAL
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
+FILES = sorted(SAMPLE_FILES)
 
 
 @pytest.fixture(scope="module")

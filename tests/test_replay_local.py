@@ -27,7 +27,7 @@ from pipeline.replay import (
 )
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-FILES = sorted(f for f in REAL.iterdir() if f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
+FILES = sorted(f for f in REAL.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
 
 # Differences the converter still has, by run and turn, with their defect class (issue 11). A
 # difference not listed here fails the test; a listed one that is fixed may disappear.
@@ -131,3 +131,12 @@ def test_replay_turns_of_a_converted_run(converted: list[dict]) -> None:
     turns = turns_of(run["messages"])
     assert turns[-1].submit and not any(t.submit for t in turns[:-1])
     assert len(turns) == (len(run["messages"]) - 2) // 2
+
+
+def test_file_dates_alone_are_told_apart_from_other_differences() -> None:
+    from pipeline.replay import dates_only
+
+    ours = "-rw-r--r-- 1 root root   61 Nov 30 21:31 Dockerfile\n"
+    assert dates_only("-rw-r--r-- 1 root root   61 Jul 17 01:31 Dockerfile\n", ours)
+    assert dates_only("-rw-r--r-- 1 root root   61 Jul 17  2024 Dockerfile\n", ours)
+    assert not dates_only("-rw-r--r-- 1 root root   62 Jul 17 01:31 Dockerfile\n", ours)

@@ -24,10 +24,10 @@ from pipeline.episode import Episode, RawRun  # noqa: E402
 from pipeline.parsers import parse_raw  # noqa: E402
 from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
 from pipeline.stages.validate import validate_messages  # noqa: E402
-from tests.conftest import REAL  # noqa: E402
+from tests.conftest import REAL, SAMPLE_FILES  # noqa: E402
 
 SAMPLES = REAL
-FILES = sorted(p.name for p in SAMPLES.glob("*") if p.suffix != ".md")
+FILES = sorted(SAMPLE_FILES)
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
 
 

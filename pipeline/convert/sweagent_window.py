@@ -1,4 +1,4 @@
-"""SWE-agent's windowed file viewer/editor → bash (DESIGN §4.1).
+"""SWE-agent's windowed file viewer/editor → bash.
 
 Both shapes of a call are accepted, for every tool: the text form the SWE-agent parser gives for
 0.x text actions (``{"args": <first-line arguments>, "body": <edit body>}``) and the structured
