@@ -518,3 +518,12 @@ def test_real_cursor_editor_runs_replay_with_their_cursor_marks(name: str, tmp_p
     assert replayed == 7 and conv.returncodes[7] == 1
     diff = subprocess.run(["git", "diff"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert without_index_lines(diff) == without_index_lines(conv.messages[-1]["content"])
+
+
+def test_a_thought_quoting_the_demonstrations_checkout_gets_testbed() -> None:
+    """SWE-agent 1.x demo runs work in /testbed, but the model's thought quotes the in-context
+    demonstration's ``/marshmallow-code__marshmallow``: SWE-agent's checkout form always becomes
+    /testbed (validate would drop it as a foreign root)."""
+    conv = convert_file(REAL / "sweagent-1x-2024-11-demo-function-calling-replace-trajectory-only-submit.traj")
+    assert 'I see that "Current directory" is still `/testbed`' in conv.messages[18]["content"]
+    assert "__marshmallow" not in "".join(m["content"] for m in conv.messages)
