@@ -527,3 +527,24 @@ def test_a_thought_quoting_the_demonstrations_checkout_gets_testbed() -> None:
     conv = convert_file(REAL / "sweagent-1x-2024-11-demo-function-calling-replace-trajectory-only-submit.traj")
     assert 'I see that "Current directory" is still `/testbed`' in conv.messages[18]["content"]
     assert "__marshmallow" not in "".join(m["content"] for m in conv.messages)
+
+
+def test_terminal_ls_columns_get_ls_C_and_replay(tmp_path: Path) -> None:
+    """SWE-agent 1.x ran ``ls -F`` on a terminal: the recorded listing is in columns. Without a
+    terminal ``ls`` prints a name a line, so the command becomes ``ls -C -F``, which prints the same
+    columns: replayed on a directory holding the names the listing shows."""
+    ep = episode_of(REAL / "sweagent-demo-function-calling-marshmallow-1867.traj")
+    assert ep.counters["parse/terminal_ls_columns"] == 1
+    conv = convert_episode(ep)
+    t = conv.commands.index("ls -C -F")
+    for name in re.split(r"\s+", conv.outputs[t].strip()):
+        (tmp_path / name.rstrip("/")).mkdir() if name.endswith("/") else (tmp_path / name).touch()
+    assert sh(conv.commands[t], tmp_path) == (0, conv.outputs[t])
+
+
+def test_ls_one_name_a_line_is_left_alone() -> None:
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][2]["tool_calls"][0]["function"]["arguments"] = '{"command": "ls -F"}'
+    run["history"][3]["content"] = "a.py\nsrc/"
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    assert ep.steps[0].call.args["command"] == "ls -F" and ep.steps[0].observation == "a.py\nsrc/\n"
