@@ -55,12 +55,17 @@ def test_every_run_is_one_line_with_messages_or_a_drop(lines: list[dict[str, Any
 
 def test_every_real_run_converts_and_the_task_record_is_listed_with_its_reason(
         lines: list[dict[str, Any]]) -> None:
-    drops = [ln for ln in lines if "drop" in ln]
-    assert drops == [{"source_uid": "swesmith-task-instance-pandas-pr_53652.json#row=0", "format": None,
-                      "drop": {"stage": "quarantine", "reason": "unknown_format",
-                               "detail": "a task record (instance_id, patch, tests), not a trajectory"}}]
+    drops = sorted((ln for ln in lines if "drop" in ln), key=lambda ln: ln["source_uid"])
+    assert drops == [
+        # SWE-agent's abbreviated view of a large file has no shell equivalent (issue 11)
+        {"source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0", "format": "SWE-agent",
+         "drop": {"stage": "convert", "reason": "unverifiable_view",
+                  "detail": "turn 1: abbreviated view of /testbed/pandas/io/sql.py"}},
+        {"source_uid": "swesmith-task-instance-pandas-pr_53652.json#row=0", "format": None,
+         "drop": {"stage": "quarantine", "reason": "unknown_format",
+                  "detail": "a task record (instance_id, patch, tests), not a trajectory"}}]
     published = [ln for ln in lines if "messages" in ln]
-    assert len(published) == 10
+    assert len(published) == 9
     for ln in published:
         msgs = ln["messages"]
         assert [m["role"] for m in msgs[:2]] == ["system", "user"]
