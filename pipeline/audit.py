@@ -263,8 +263,11 @@ def explain(workdir: Path, query: str) -> dict[str, Any]:
     for shard, uids in shard_uids.items():
         hits = (uids == source_uid).arg_true()
         if len(hits):
-            return {"source_uid": source_uid, "fate": "published", "dataset": shard.parent.parent.name,
+            fate = {"source_uid": source_uid, "fate": "published", "dataset": shard.parent.parent.name,
                     "shard": str(shard.relative_to(workdir / "publish")), "row": int(hits[0])}
+            # other runs that carried the same uid (traj_dedup/duplicate_uid) are shown with it
+            others = drops_all.filter(pl.col("source_uid") == source_uid)
+            return {**fate, "entries": others.to_dicts()} if others.height else fate
     drops = drops_all.filter(pl.col("source_uid") == source_uid)
     if drops.height:
         entries = drops.to_dicts()

@@ -103,11 +103,11 @@ def _fail(msg: str, code: int = 2) -> None:
 
 @app.command()
 def synth(
-    out: Annotated[Path, typer.Option(help="folder to write affine/, swelego/, catalog/ into")],
-    runs: Annotated[int, typer.Option(min=1, help="distinct runs per epoch")] = 300,
-    epochs: Annotated[int, typer.Option(min=1, help="corpus epochs")] = 2,
-    seed: Annotated[int, typer.Option(help="random seed (same seed → same bytes)")] = 7,
-    benchmarks: Annotated[Path | None, typer.Option(help="real benchmark tables to plant cases from "
+    out: Annotated[Path, typer.Option(metavar="PATH", help="folder to write affine/, swelego/, catalog/ into")],
+    runs: Annotated[int, typer.Option(min=1, metavar="N", help="distinct runs per epoch")] = 300,
+    epochs: Annotated[int, typer.Option(min=1, metavar="N", help="corpus epochs")] = 2,
+    seed: Annotated[int, typer.Option(metavar="N", help="random seed (same seed → same bytes)")] = 7,
+    benchmarks: Annotated[Path | None, typer.Option(metavar="DIR", help="real benchmark tables to plant cases from "
                                                          "[default: a synthetic table]")] = None,
 ) -> None:
     """Write a realistic, deterministic synthetic corpus: an Affine corpus (manifests, view and
@@ -131,25 +131,26 @@ def _announce_stop(signum: int, frame: object) -> None:
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Option(help="TOML file whose keys are these options "
+    config: Annotated[Path | None, typer.Option(metavar="FILE", help="TOML file whose keys are these options "
                                                      "(see data/sample.toml); options given here win")] = None,
-    affine: Annotated[list[str] | None, typer.Option(help="Affine corpus folder or https:// base URL "
+    affine: Annotated[list[str] | None, typer.Option(metavar="DIR|URL", help="Affine corpus folder or https:// base URL "
                                                           "(repeat for several)")] = None,
     affine_base_url: Annotated[list[str] | None, typer.Option(
-        help="public base URL of each --affine corpus, used in source_uids and the card "
+        metavar="URL", help="public base URL of each --affine corpus, used in source_uids and the card "
              "[default: where it is read from]")] = None,
-    swelego: Annotated[list[str] | None, typer.Option(help="SWE-Lego Parquet/JSONL file or folder, or "
+    swelego: Annotated[list[str] | None, typer.Option(metavar="PATH|URL",
+                                                      help="SWE-Lego Parquet/JSONL file or folder, or "
                                                            "hf://datasets/ORG/NAME[/PATH] (repeat for several)")] = None,
-    catalog: Annotated[str | None, typer.Option(help="catalog folder (tasks.parquet, runs/) of tasks and runs "
+    catalog: Annotated[str | None, typer.Option(metavar="DIR", help="catalog folder (tasks.parquet, runs/) of tasks and runs "
                                                      "already held [default: none]")] = None,
-    benchmarks: Annotated[str | None, typer.Option(help="folder of benchmark tables "
+    benchmarks: Annotated[str | None, typer.Option(metavar="DIR", help="folder of benchmark tables "
                                                         "(`trajpipe benchmarks pull`)")] = None,
     no_benchmarks: Annotated[bool, typer.Option("--no-benchmarks", help="skip the benchmark checks "
                                                                         "(the card says so)")] = False,
-    workdir: Annotated[str | None, typer.Option(help="work dir: state, ledger, publish [default: data]")] = None,
-    executor: Annotated[str | None, typer.Option(help="local or ray [default: local]")] = None,
-    workers: Annotated[int | None, typer.Option(help="worker processes [default: 2]")] = None,
-    ray_address: Annotated[str | None, typer.Option(help="ray.init address, e.g. auto (ray executor) "
+    workdir: Annotated[str | None, typer.Option(metavar="DIR", help="work dir: state, ledger, publish [default: data]")] = None,
+    executor: Annotated[str | None, typer.Option(metavar="local|ray", help="local or ray [default: local]")] = None,
+    workers: Annotated[int | None, typer.Option(metavar="N", help="worker processes [default: 2]")] = None,
+    ray_address: Annotated[str | None, typer.Option(metavar="ADDRESS", help="ray.init address, e.g. auto (ray executor) "
                                                          "[default: a local Ray]")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="forget earlier decisions and rebuild "
                                                             "(cached per-unit work is reused)")] = False,
@@ -199,9 +200,9 @@ def run(
 
 @app.command()
 def publish(
-    workdir: Annotated[Path, typer.Option(help="work dir of a finished run")] = Path("data"),
-    to: Annotated[Path | None, typer.Option(help="copy the dataset trees to this folder")] = None,
-    hub: Annotated[str | None, typer.Option(help="push to this Hugging Face org or user")] = None,
+    workdir: Annotated[Path, typer.Option(metavar="DIR", help="work dir of a finished run")] = Path("data"),
+    to: Annotated[Path | None, typer.Option(metavar="DIR", help="copy the dataset trees to this folder")] = None,
+    hub: Annotated[str | None, typer.Option(metavar="ORG", help="push to this Hugging Face org or user")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the plan, change nothing")] = False,
     private: Annotated[bool, typer.Option("--private", help="create Hub repos as private")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
@@ -264,12 +265,12 @@ def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, 
 
 @app.command()
 def audit(
-    workdir: Annotated[Path, typer.Option(help="work dir of a finished run")] = Path("data"),
+    workdir: Annotated[Path, typer.Option(metavar="DIR", help="work dir of a finished run")] = Path("data"),
     json_out: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
-    epoch: Annotated[int | None, typer.Option(help="only this corpus epoch")] = None,
-    explain: Annotated[str | None, typer.Option(help="tell one run's fate: its source_uid or any unique "
+    epoch: Annotated[int | None, typer.Option(metavar="N", help="only this corpus epoch")] = None,
+    explain: Annotated[str | None, typer.Option(metavar="UID", help="tell one run's fate: its source_uid or any unique "
                                                      "end of it (e.g. chunk-00002.jsonl.gz#L17)")] = None,
-    html: Annotated[Path | None, typer.Option(help="write a self-contained HTML report to this file")] = None,
+    html: Annotated[Path | None, typer.Option(metavar="FILE", help="write a self-contained HTML report to this file")] = None,
     counters: Annotated[bool, typer.Option("--counters", help="also print the counters (per dialect, "
                                                               "tool, secret kind)")] = False,
 ) -> None:
@@ -310,7 +311,7 @@ def audit(
 
 @bench_app.command("pull")
 def benchmarks_pull(
-    to: Annotated[Path, typer.Option(help="cache folder for the tables")] = Path("data/benchmarks"),
+    to: Annotated[Path, typer.Option(metavar="DIR", help="cache folder for the tables")] = Path("data/benchmarks"),
 ) -> None:
     """Download SWE-bench (full, Lite, Verified, Multimodal), GitGoodBench and others from the Hub."""
     from pipeline.benchmarks import pull_benchmarks
@@ -335,7 +336,7 @@ def benchmarks_pull(
 def convert(
     files: Annotated[list[Path], typer.Argument(help="trajectory files or folders (SWE-agent .traj, OpenHands "
                                                      "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL)")],
-    out: Annotated[Path, typer.Option(help="JSONL to write, one line per run")],
+    out: Annotated[Path, typer.Option(metavar="PATH", help="JSONL to write, one line per run")],
 ) -> None:
     """Convert trajectory files (format detected from content) to mini-coder JSONL.
 

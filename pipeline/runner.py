@@ -7,6 +7,7 @@ run's decisions are committed atomically, and the publish tree is re-rendered fr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import time
@@ -117,14 +118,17 @@ def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
     fingerprint = hashlib.sha256("\n".join(
         [scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()).hexdigest()[:24]
     cached = state.root / "catalog" / f"{fingerprint}.parquet"
-    if cached.exists():
+    check = cached.with_suffix(".sha256")  # written after the keys: a damaged cache is recomputed
+    if cached.exists() and check.exists() and check.read_text().strip() == file_sha256(cached):
         return pl.read_parquet(cached)
     keys = empty_keys
     cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
     if cat.height:
         keys = add_dedup_keys(cat, config.dedup).select(
             ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash")
-    atomic_write_bytes(cached, parquet_bytes(keys.to_arrow()))
+    data = parquet_bytes(keys.to_arrow())
+    atomic_write_bytes(cached, data)
+    atomic_write_bytes(check, hashlib.sha256(data).hexdigest().encode())
     return keys
 
 
@@ -137,7 +141,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     config = config.with_references()
     workdir = Path(config.workdir)
     summary = RunSummary()
-    with workdir_lock(workdir):
+    with workdir_lock(workdir), _no_temp_files_left(workdir):
         state = State(workdir)
         if rebuild:
             state.reset()
@@ -180,6 +184,21 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     return summary
 
 
+@contextlib.contextmanager
+def _no_temp_files_left(workdir: Path) -> Iterator[None]:
+    """A run that fails (disk full, a damaged file) leaves no temp file behind: the state stays as
+    the last whole run left it, and the next run starts clean. Only called under the lock."""
+    try:
+        yield
+    except BaseException:
+        for pattern in ("state/cache/*/.*.tmp", "state/*/.*.tmp", "ledger/.*.tmp", ".publish.tmp-*"):
+            for tmp in workdir.glob(pattern):
+                tmp.unlink(missing_ok=True)
+        for stage in (workdir / "builds").glob(".staging-*"):
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
 KEY_COLUMNS = ["source_uid", "epoch", "dataset", "resolved", "exact_hash", "minhash"]
 
 
@@ -200,7 +219,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
-    from pipeline.stages.scrub import scrub_ledger
+    from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import traj_dedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
@@ -243,6 +262,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
 
     seq = state.next_seq()
     files = state.write_parts(seq, admitted_rows(), ledger)
+    counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
     return PendingCommit(seq, [u.state_key for u in new], files,
                          {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
                           "signature_scheme": signature_scheme(config),

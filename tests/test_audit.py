@@ -148,3 +148,16 @@ def test_html_is_self_contained_and_holds_the_funnel(workdir: Path, tmp_path: Pa
     assert "<caption>(names without “mini-coder-”)</caption>" in page
     assert pl.Series(re.findall(r"<tr><td>((?:affine|swe)-[\w-]+)</td>", page)).unique().sort().to_list() == [
         BASH.removeprefix("mini-coder-"), LEGO.removeprefix("mini-coder-")]
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_narrow_terminals_never_cut_the_dataset_column(workdir: Path, width: int) -> None:
+    console = Console(record=True, width=width)
+    render_report(build_report(workdir), console)
+    text = console.export_text()
+    assert "Funnel by dataset (names without “mini-coder-”)" in text
+    rows = [line for line in text.splitlines() if line.startswith("│ ")]
+    names = {line.split("│")[1].strip() for line in rows}
+    assert {BASH.removeprefix("mini-coder-"), LEGO.removeprefix("mini-coder-"), "TOTAL"} <= names
+    assert not any("…" in line.split("│")[1] for line in rows)
+    assert all(len(line) <= width for line in text.splitlines())

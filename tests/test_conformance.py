@@ -3,10 +3,10 @@ expectation in EXPECTATIONS.json, converted by the same code as ``trajpipe conve
 
 Given a real run, the published result is exactly: converted or dropped (stage/reason), the number
 of assistant actions that survive, whether it ends with the submit command, and the submitted
-patch the final message shows; some entries also pin exact observations, command shapes or
-text that must not survive (a foreign root). An entry whose expected result needs a fix of one of issue 11's
-defect classes carries ``known_defect`` and is a strict xfail: once the class is fixed the test
-XPASSes and fails until the mark is removed from the JSON.
+patch the final message shows; some entries also pin exact observations, command shapes, verbatim
+text or a foreign root that must not survive. An entry whose expected result needs a fix of one of
+issue 11's defect classes carries ``known_defect`` and is a strict xfail: once the class is fixed
+the test XPASSes and fails until the mark is removed from the JSON.
 """
 
 from __future__ import annotations

@@ -103,3 +103,24 @@ def test_unreadable_and_unconvertible_runs_are_listed_not_skipped(tmp_path: Path
     assert [(ln["source_uid"], ln["drop"]["stage"], ln["drop"]["reason"]) for ln in got] == [
         ("bad.json#row=0", "quarantine", "bad_json"), ("unknown.json#row=0", "convert", "unknown_tool")]
     assert got[1]["format"] == "SWE-agent" and got[1]["drop"]["detail"] == "browser_navigate"
+
+
+def test_same_file_name_in_two_folders_gets_two_uids_and_folders_are_expanded(tmp_path: Path) -> None:
+    sample = REAL / "mini-swe-agent-v1-github-issue.traj.json"
+    for sub in ("alice", "bob"):
+        (tmp_path / "runs" / sub).mkdir(parents=True)
+        shutil.copy(sample, tmp_path / "runs" / sub / "run.traj.json")
+    got = run_convert([tmp_path / "runs"], tmp_path / "o.jsonl")  # a folder: both files inside it
+    assert [ln["source_uid"] for ln in got] == ["alice/run.traj.json#row=0", "bob/run.traj.json#row=0"]
+    assert got[0]["messages"] == got[1]["messages"]
+
+
+def test_a_swelego_parquet_is_read_as_parquet_not_text(tmp_path: Path) -> None:
+    from pipeline.sources.synth import synth
+
+    synth(tmp_path / "c", runs=6, epochs=1, seed=4)
+    parquet = sorted((tmp_path / "c" / "swelego").rglob("*.parquet"))[0]
+    got = run_convert([parquet], tmp_path / "o.jsonl")
+    assert got and all(ln["format"] == "SWE-Lego" for ln in got)
+    assert not any(ln.get("drop", {}).get("reason") == "bad_json" for ln in got)
+    assert all(ln["source_uid"].startswith(f"data:{parquet.name}#row=") for ln in got)

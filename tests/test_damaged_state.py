@@ -32,12 +32,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str
     root = tmp_path_factory.mktemp("damage")
     corpus = root / "corpus"
     shards = add_epoch(corpus, 1, [[distinct(i) for i in range(0, 3)], [distinct(3), b"{bad"]])
-    add_epoch(corpus, 2, [[distinct(i) for i in range(10, 13)], [distinct(0) | {"rollout_id": "dup"}]], keep=shards)
     work = root / "work"
-    one = root / "epoch1"
-    add_epoch(one, 1, [[distinct(i) for i in range(0, 3)], [distinct(3), b"{bad"]])
-    assert run(one, work)[0] == 0
-    # the epoch-1 corpus has the same chunk bytes and keys: its units are the corpus's epoch-1 units
+    assert run(corpus, work)[0] == 0
+    add_epoch(corpus, 2, [[distinct(i) for i in range(10, 13)], [distinct(0) | {"rollout_id": "dup"}]], keep=shards)
     assert run(corpus, work)[0] == 0
     assert len(list((work / "state" / "commits").glob("*.json"))) == 2
     incremental = tree_bytes(work)
@@ -193,3 +190,61 @@ def test_lock_has_one_holder_even_when_stale_and_raced(tmp_path: Path) -> None:
     results = [tuple(int(x) for x in p.communicate(timeout=120)[0].split()) for p in procs]
     assert sum(h for h, _ in results) > 0
     assert sum(b for _, b in results) == 0, results
+
+
+@pytest.mark.parametrize("limit_kib", [8, 13, 20])  # fails in the first unit cache, a later one, the commit
+def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
+        base: tuple[Path, Path, dict[str, str], dict[str, str]], limit_kib: int, tmp_path: Path) -> None:
+    """Writes fail part-way (a file-size limit makes every write past it fail with EFBIG, as a
+    full disk fails with ENOSPC): one error line naming the cause, no temp file left behind, and
+    the same command afterwards gives the correct build."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    corpus, _, _, rebuilt = base
+    work = tmp_path / "work"
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_kib * 1024, limit_kib * 1024))
+
+    args = [sys.executable, "-m", "pipeline.cli", "run", "--affine", str(corpus), "--workdir", str(work),
+            "--no-benchmarks", "--workers", "1"]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1],
+                         preexec_fn=small_disk)
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 2, text
+    assert "Traceback" not in res.stderr and "error:" in text and "rerun" in text, text
+    assert [p for p in work.rglob("*") if ".tmp" in p.name or ".staging-" in p.name] == []
+    code, out = run(corpus, work)
+    assert code == 0, out
+    assert tree_bytes(work) == rebuilt  # one commit of everything, as a --rebuild makes
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> None:
+    """The catalog's dedup keys are a cache with a sha256 beside them: damaged, they are computed
+    again from the catalog, and the decisions are those of an undamaged work dir."""
+    from pipeline.config import Config
+    from pipeline.runner import run_pipeline
+
+    first = tmp_path / "first"
+    add_epoch(first, 1, [[distinct(1), distinct(2)]])
+    run_pipeline(Config(affine=(str(first),), workdir=str(tmp_path / "a"), no_benchmarks=True, workers=1))
+    runs = tmp_path / "catalog" / "runs"
+    runs.mkdir(parents=True)
+    for i, shard in enumerate(sorted((tmp_path / "a" / "publish").rglob("train-*.parquet"))):
+        shutil.copy(shard, runs / f"part-{i}.parquet")
+    second = tmp_path / "second"
+    shards = add_epoch(second, 5, [[distinct(1) | {"rollout_id": "again"}, distinct(3)]])
+    cfgs = [Config(affine=(str(second),), workdir=str(tmp_path / name), no_benchmarks=True, workers=1,
+                   catalog=str(tmp_path / "catalog")) for name in ("clean", "damaged")]
+    for cfg in cfgs:
+        run_pipeline(cfg)
+    DAMAGE[how](next((tmp_path / "damaged" / "state" / "catalog").glob("*.parquet")))
+    add_epoch(second, 6, [[distinct(1) | {"rollout_id": "third"}, distinct(4)]], keep=shards)
+    for cfg in cfgs:
+        assert run_pipeline(cfg).stats["drops"] == {"traj_dedup/exact": 2}
+    assert tree_bytes(tmp_path / "clean") == tree_bytes(tmp_path / "damaged")

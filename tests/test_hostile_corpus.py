@@ -354,6 +354,10 @@ def test_same_key_in_a_later_manifest_is_a_new_run_not_a_duplicate_uid(tmp_path:
     books(work)
     uids = pl.read_parquet(work / "publish" / "*" / "data" / "*.parquet")["source_uid"]
     assert uids.n_unique() == uids.len()
+    # `audit --explain` shows the published run and the one that carried its uid again
+    res = trajpipe("audit", "--workdir", str(work), "--explain", f"file://{corpus.resolve()}/{key}#L1")[0]
+    fate = orjson.loads(res.stdout)
+    assert fate["fate"] == "published" and [e["reason"] for e in fate["entries"]] == ["duplicate_uid"], fate
 
 
 # ------------------------------------------------------------------------------------------ bombs

@@ -272,3 +272,27 @@ def test_card_yaml_is_valid_for_the_hub(tmp_path: Path) -> None:
     header = yaml.safe_load(text.split("---\n")[1])
     assert header["configs"][0]["data_files"][0]["path"] == "data/train-*.parquet"
     assert header["license"] == "other"
+
+
+def test_hub_and_folder_refuse_a_tree_that_is_not_its_manifest(tmp_path: Path) -> None:
+    """A tree whose files differ from the manifest `run` wrote last (a half-written build, a changed
+    shard, an extra file, no manifest at all) is never sent anywhere."""
+    build(tmp_path)
+    src = tmp_path / "publish"
+    shard = src / BASH / "data" / "train-00000-of-00001.parquet"
+    good = shard.read_bytes()
+    shard.write_bytes(good[:-10] + b"0123456789")
+    api = FakeApi({})
+    with pytest.raises(PublishRefused, match="differs from the build manifest"):
+        publish_to_hub(src, "org", api=api, dry_run=True)
+    with pytest.raises(PublishRefused):
+        publish_to_dir(src, tmp_path / "target")
+    shard.write_bytes(good)
+    (src / BASH / "data" / "train-00001-of-00002.parquet").write_bytes(good)
+    with pytest.raises(PublishRefused, match="unexpected"):
+        publish_to_hub(src, "org", api=api, dry_run=True)
+    (src / BASH / "data" / "train-00001-of-00002.parquet").unlink()
+    (src / "MANIFEST.json").unlink()
+    with pytest.raises(PublishRefused, match="not a finished build"):
+        publish_to_dir(src, tmp_path / "target")
+    assert api.calls == [] and not (tmp_path / "target").exists()

@@ -18,16 +18,22 @@ from pipeline.executors.ray import RayExecutor, RayNotInstalled
 from tests.conftest import BENCH
 
 
+def _wait_for(flag: Path, why: str) -> None:
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(why)
+        time.sleep(0.01)
+
+
 def square_after_one(x: int, flags: str) -> tuple[int, int]:
-    """Item 0 waits until item 1 has finished, so completion order is never input order and two
-    processes must take part; the order is forced by the file item 1 leaves, not by timing."""
+    """Items 0 and 1 run at the same time in two processes, and 0 returns only after the driver has
+    recorded 1's result: the order is forced by files, not by timing."""
     if x == 0:
-        deadline = time.monotonic() + 120
-        while not (Path(flags) / "1").exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError("item 1 never finished while item 0 waited for it")
-            time.sleep(0.01)
-    (Path(flags) / str(x)).touch()
+        (Path(flags) / "started-0").touch()
+        _wait_for(Path(flags) / "seen-1", "the driver never saw item 1 while item 0 waited for it")
+    if x == 1:
+        _wait_for(Path(flags) / "started-0", "item 0 never started while item 1 waited for it")
     return x * x, os.getpid()
 
 
@@ -51,11 +57,15 @@ def test_map_returns_input_order_and_stops_its_own_ray(tmp_path: Path) -> None:
     items = list(range(12))
     done: list[int] = []
     ex = RayExecutor(2, None, max_in_flight=3, object_store_memory=100 * 1024**2)
-    out = ex.map(square_after_one, items, str(tmp_path), on_done=lambda i, r: done.append(i))
+    def seen(i: int, result: tuple[int, int]) -> None:
+        done.append(i)
+        (tmp_path / f"seen-{i}").touch()
+
+    out = ex.map(square_after_one, items, str(tmp_path), on_done=seen)
 
     assert [sq for sq, _ in out] == [x * x for x in items]
     assert sorted(done) == items and done.index(1) < done.index(0)  # every item reported; 1 before 0
-    assert out[0][1] != out[1][1]  # item 1 ran while item 0 held the other worker process
+    assert out[0][1] != out[1][1]  # items 0 and 1 ran at once: two real worker processes
     assert ex.peak_in_flight == 3  # bounded submission
     assert not ray.is_initialized()  # it shut down the Ray it started
     assert ex.map(square_after_one, [], str(tmp_path)) == []

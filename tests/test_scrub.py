@@ -235,3 +235,12 @@ def test_ledger_details_and_uids_are_scrubbed() -> None:
     text = str(clean.to_dicts())
     assert GH not in text and text.count("<REDACTED:github_token>") == 2
     assert clean.row(1) == drops.row(1)
+
+
+def test_counter_names_are_scrubbed() -> None:
+    from collections import Counter
+
+    from pipeline.stages.scrub import scrub_counter_names
+
+    got = scrub_counter_names(Counter({f"convert/tool/{GH}": 2, "convert/turns": 5}))
+    assert got == Counter({"convert/tool/<REDACTED:github_token>": 2, "convert/turns": 5})

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import polars as pl
 
@@ -78,35 +80,73 @@ def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: l
     return verdict
 
 
+class _Printed(Sequence[list[str]]):
+    """The normalised lines of each observation (diffs as post-images), computed on first use: most
+    observations are never looked at."""
+
+    def __init__(self, outputs: list[str], upto: int) -> None:
+        self.outputs, self.upto = outputs, upto
+        self.cache: dict[int, list[str]] = {}
+
+    def __len__(self) -> int:
+        return self.upto
+
+    @overload
+    def __getitem__(self, k: int) -> list[str]: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[list[str]]: ...
+    def __getitem__(self, k: int | slice) -> list[str] | list[list[str]]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.upto))]
+        if not 0 <= k < self.upto:
+            raise IndexError(k)
+        if k not in self.cache:
+            self.cache[k] = obs_lines((self.outputs[k] if k < len(self.outputs) else "") or "")
+        return self.cache[k]
+
+
+# Only these commands can write text into a file (a redirect, tee, sed -i, a script, a patch).
+_MAYBE_WRITE = re.compile(r">|\btee\b|\bsed\b|python|\bpatch\b|\bapply\b")
+
+
 class _RunWrites:
-    """A run's writes, read once, only when the run has an attempt (most runs have none)."""
+    """A run's writes after its first attempt, read once, only when the run has an attempt (most have none)."""
 
     def __init__(self, commands: list[str], outputs: list[str]) -> None:
         self.commands, self.outputs = commands, outputs
         self.writes: list[Write] | None = None
-        self.printed: list[list[str]] = []  # normalised lines of each observation (diffs: post-image)
+        self.flat: dict[int, str] = {}  # turn -> its output, whitespace collapsed
 
-    def _read(self) -> list[Write]:
+    def _read(self, first: int) -> list[Write]:
         writes: list[Write] = []
-        for j, cmd in enumerate(self.commands):
-            if cmd and SUBMIT_MARK not in cmd:
-                writes.extend(writes_of(j, cmd, self.printed))
-            out = (self.outputs[j] if j < len(self.outputs) else "") or ""
-            self.printed.append(obs_lines(out))
+        for j in range(first + 1, len(self.commands)):
+            cmd = self.commands[j]
+            if cmd and SUBMIT_MARK not in cmd and _MAYBE_WRITE.search(cmd):
+                writes.extend(writes_of(j, cmd, _Printed(self.outputs, j)))
         return writes
+
+    def _printed_before(self, turn: int, lines: set[str]) -> set[str]:
+        """Those of ``lines`` that an observation before ``turn`` printed (as a normalised line)."""
+        out: set[str] = set()
+        printed = _Printed(self.outputs, turn)
+        for k in range(turn):
+            if k not in self.flat:
+                self.flat[k] = WS.sub(" ", (self.outputs[k] if k < len(self.outputs) else "") or "")
+            maybe = {x for x in lines - out if x in self.flat[k]}  # a line is a substring of its output
+            if maybe:
+                out |= maybe & set(printed[k])
+        return out
 
     def confirming(self, turn: int, output: str, typed: str) -> WriteMatch | None:
         """The later write the observation of ``turn`` had shown (see :mod:`pipeline.leaks.writes`)."""
         if self.writes is None:
-            self.writes = self._read()
-        if not any(w.turn > turn for w in self.writes):
+            self.writes = self._read(turn)
+        later = [w for w in self.writes if w.turn > turn]
+        if not later:
             return None
-        skip = {x for obs in self.printed[:turn] for x in obs}
-        for w in self.writes:
-            if w.turn < turn:
-                skip.update(x for x, f in zip(w.post, w.new, strict=True) if f)
-        skip.update(x for w in self.writes if w.turn > turn for x in w.post if x in typed)
-        return confirming_write(self.writes, turn, output, skip)
+        introduced = {x for w in later for x, f in zip(w.post, w.new, strict=True) if f}
+        skip = {x for x in introduced if x in typed} | self._printed_before(turn, introduced)
+        return confirming_write(later, turn, output, skip)
 
 
 def write_detail(turn: int, match: WriteMatch, cmd: str) -> str:

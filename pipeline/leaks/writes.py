@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
@@ -89,7 +90,7 @@ def _patch(turn: int, diff: str) -> Write | None:
     return Write(turn, post, new) if any(new) else None
 
 
-def _replacement(turn: int, old: str, new: str, known: list[list[str]]) -> Write | None:
+def _replacement(turn: int, old: str, new: str, known: Sequence[list[str]]) -> Write | None:
     """An ``old`` -> ``new`` replacement; a one-line fragment is widened to the printed line holding it."""
     if "\n" not in old.strip("\n") and "\n" not in new.strip("\n") and old.strip():
         frag = norm_line(" " + old)
@@ -101,7 +102,7 @@ def _replacement(turn: int, old: str, new: str, known: list[list[str]]) -> Write
     return _replacement_lines(turn, _lines(old), _lines(new), known)
 
 
-def _replacement_lines(turn: int, old: list[str], new: list[str], known: list[list[str]]) -> Write | None:
+def _replacement_lines(turn: int, old: list[str], new: list[str], known: Sequence[list[str]]) -> Write | None:
     """The post-image ``new`` with its introduced lines flagged. An edit that carries no unchanged line
     (``old = 'x > 51'``, ``new = 'x >= 51'``) borrows its context from where the run had printed the
     old text: the lines around it are the neighbours the new text lands between."""
@@ -128,7 +129,7 @@ def _str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _python_writes(turn: int, script: str, known: list[list[str]]) -> list[Write]:
+def _python_writes(turn: int, script: str, known: Sequence[list[str]]) -> list[Write]:
     """Converted edit scripts and agents' own: old/new assignments, edits lists, replace calls, writes."""
     try:
         tree = ast.parse(script)
@@ -170,7 +171,7 @@ def _bre_to_re(pattern: str) -> str:
     return out.replace("\0", "")
 
 
-def _sed_script_writes(turn: int, script: str, known: list[list[str]], extended: bool) -> list[Write]:
+def _sed_script_writes(turn: int, script: str, known: Sequence[list[str]], extended: bool) -> list[Write]:
     out: list[Write | None] = []
     for part in re.split(r"\n|;(?=\s*(?:\d+|/[^/]*/|\$)?\s*[sacid]\b)", script):
         part = part.strip()
@@ -201,7 +202,7 @@ def _sed_script_writes(turn: int, script: str, known: list[list[str]], extended:
     return [w for w in out if w is not None]
 
 
-def _sed_writes(turn: int, argv: list[str], known: list[list[str]]) -> list[Write]:
+def _sed_writes(turn: int, argv: list[str], known: Sequence[list[str]]) -> list[Write]:
     if not any(_SED_INPLACE.match(a) for a in argv[1:]):
         return []
     extended = any(a in ("-E", "-r", "--regexp-extended") or (re.match(r"^-[a-zA-Z]+$", a) and set(a[1:]) & {"E", "r"})
@@ -246,7 +247,7 @@ def _echo_text(argv: list[str]) -> str:
     return " ".join(words).replace("\\n", "\n").replace("\\t", "\t")
 
 
-def writes_of(turn: int, cmd: str, known: list[list[str]]) -> list[Write]:
+def writes_of(turn: int, cmd: str, known: Sequence[list[str]]) -> list[Write]:
     """What command ``cmd`` (at ``turn``) writes into files; ``known``: the normalised lines of each
     observation the run printed before (diffs as post-images)."""
     out: list[Write] = []
@@ -256,7 +257,7 @@ def writes_of(turn: int, cmd: str, known: list[list[str]]) -> list[Write]:
     return out
 
 
-def _segment_writes(turn: int, seg: Segment, nxt: Segment | None, known: list[list[str]]) -> list[Write]:
+def _segment_writes(turn: int, seg: Segment, nxt: Segment | None, known: Sequence[list[str]]) -> list[Write]:
     argv = seg.argv
     prog = argv[0].rsplit("/", 1)[-1]
     if _PY.match(prog):

@@ -137,6 +137,15 @@ def scrub_ledger(drops: pl.DataFrame) -> pl.DataFrame:
         for c in cols])
 
 
+def scrub_counter_names(counters: Counter[str]) -> Counter[str]:
+    """Counter names with secrets redacted (``convert/tool/<name>`` carries a name from the input,
+    and counters reach stats.json, the card and `audit`)."""
+    out: Counter[str] = Counter()
+    for name, n in counters.items():
+        out[redact(name, find_secrets(name)) if name else name] += n
+    return out
+
+
 class Scrub(Stage):
     name = "scrub"
 
