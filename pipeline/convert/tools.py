@@ -544,13 +544,7 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 _ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
 
 
-def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int,
-             refused: bool = False) -> None:
-    """``refused``: the harness refused the call (its result is an error), so nothing was edited
-    and the converted script fails with that error; only a call the harness carried out must
-    have every argument."""
-    if refused:
-        return
+def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
             raise ConvertError("bad_tool_args", f"turn {turn}: {tool}({', '.join(sorted(args))}) without {names[0]}")
@@ -580,15 +574,14 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
-        _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn,
-                 _failed(obs, rc))
+        _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
         if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
             # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
             # shell command prints that, and ``cat -n`` would claim the whole file
             raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
-        _require(name, args, _NEEDS[name], turn, _failed(obs, rc))
+        _require(name, args, _NEEDS[name], turn)
     if name in CLAUDE_TOOLS:
         return convert_claude(name, args, obs, rc, turn)
     if name in READ_TOOLS:
