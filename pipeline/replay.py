@@ -38,7 +38,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.convert.render import SENTINELS, parse_actions, render_observation, submission_of
+from pipeline.convert.render import (  # render_timeout: re-exported, its one home is the renderer
+    SENTINELS,
+    parse_actions,
+    render_observation,
+    render_timeout,
+    submission_of,
+)
 from pipeline.shell import split_command
 
 TESTBED = "/testbed"
@@ -88,19 +94,6 @@ def turns_of(messages: list[dict[str, str]]) -> list[Turn]:
         cmd = actions[0]
         turns.append(Turn(len(turns) + 1, cmd, messages[i + 1]["content"], submit=SENTINELS[0] in cmd.split("&&")[0]))
     return turns
-
-
-def render_timeout(command: str, output: str) -> str:
-    """mini-swe-agent 1.17.5's ``timeout_template`` (agents/default.py), rendered."""
-    if len(output) < 10000:
-        body = f"<output>\n{output}\n</output>"
-    else:
-        body = (f"<warning>Output was too long and has been truncated.</warning>\n<output_head>\n{output[:5000]}\n"
-                f"</output_head>\n<elided_chars>{len(output) - 10000} characters elided</elided_chars>\n"
-                f"<output_tail>\n{output[-5000:]}\n</output_tail>")
-    return (f"The last command <command>{command}</command> timed out and has been killed.\n"
-            f"The output of the command was:\n{body}\n"
-            "Please try another command and make sure to avoid those requiring interactive input.")
 
 
 def render_as(turn: Turn, output: str, returncode: int, timed_out: bool) -> str:

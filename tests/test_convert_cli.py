@@ -53,11 +53,11 @@ def test_every_run_is_one_line_with_messages_or_a_drop(lines: list[dict[str, Any
         assert {ln["format"] for ln in by_file[name]} == {fmt}
 
 
-def test_every_real_run_converts_and_the_task_record_is_listed_with_its_reason(
+def test_every_real_run_converts_or_is_listed_with_its_reason(
         lines: list[dict[str, Any]]) -> None:
-    drops = sorted((ln for ln in lines if "drop" in ln), key=lambda ln: ln["source_uid"])
-    assert drops == [
-        # SWE-agent's abbreviated view of a large file has no shell equivalent (issue 11)
+    drops = [ln for ln in lines if "drop" in ln]
+    assert sorted(drops, key=lambda d: d["source_uid"]) == [
+        # SWE-agent's abbreviated view of a large file: no shell command prints it (issue 11 class 5)
         {"source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0", "format": "SWE-agent",
          "drop": {"stage": "convert", "reason": "unverifiable_view",
                   "detail": "turn 1: abbreviated view of /testbed/pandas/io/sql.py"}},

@@ -2,7 +2,7 @@
 
 Each class: given its repro input (tests/fixtures/repro/, README there), the converted messages
 are exactly these, or the drop is exactly this; and the real public runs that show it
-(tests/fixtures/fidelity/, PROVENANCE.md there) convert the same way.
+(tests/fixtures/real/ and tests/fixtures/fidelity/, PROVENANCE.md in each) convert the same way.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from pipeline.convert import SUBMIT_COMMAND, convert_episode
 from pipeline.convert.render import render_instance
 from pipeline.convert.roots import find_foreign_roots, rewrite_roots
 from pipeline.convert_files import convert_files
-from pipeline.episode import Bash, Episode, Meta, RawRun, Step, Task
+from pipeline.episode import Bash, Episode, Meta, RawRun, Step, Task, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPRO = FIXTURES / "repro"
-REAL = FIXTURES / "fidelity"
+REAL = FIXTURES / "real"  # the conformance corpus (PROVENANCE.md there)
+OWN = FIXTURES / "fidelity"  # a real run not in it (PROVENANCE.md there)
 TIMEOUT_TAIL = "Please try another command and make sure to avoid those requiring interactive input."
 
 
@@ -70,13 +71,13 @@ def test_R3_only_the_checkout_becomes_testbed(tmp_path: Path) -> None:
 
 def test_real_openhands_root_is_the_working_dir_when_the_task_names_none(tmp_path: Path) -> None:
     # "Please rename game_2048.py to 2048.py": no checkout line; OpenHands ran in /workspace
-    run = one(REAL / "openhands-events-workspace-rename.json", tmp_path)
+    run = one(REAL / "openhands-events-wrong-initial-state.json", tmp_path)
     assert turns(run)[2] == "THOUGHT: Great, I found the file. Now I'll use the bash command `mv` to rename it.\n\n" \
         "```bash\nmv /testbed/game_2048.py /testbed/2048.py\n```"
 
 
 def test_real_eval_run_keeps_scratch_files_outside_the_checkout(tmp_path: Path) -> None:
-    first = convert(REAL / "openhands-eval-multi-swe-bench-output.jsonl", tmp_path)[0]
+    first = convert(REAL / "openhands-eval-multi-swe-bench-ponyc-output.jsonl", tmp_path)[0]
     commands = [t.split("```bash\n", 1)[1] for t in turns(first)[::2]]
     assert 'echo "int main() { return 0; }" > /workspace/test.c\n```' in commands
     assert "cd /workspace && /testbed/build/bin/ponyc test.pony -o . && ./test\n```" in commands
@@ -126,11 +127,11 @@ def test_R4_eval_output_line_is_one_run(tmp_path: Path) -> None:
 
 
 def test_real_eval_output_runs_end_with_their_git_patch(tmp_path: Path) -> None:
-    path = REAL / "openhands-eval-multi-swe-bench-output.jsonl"
+    path = REAL / "openhands-eval-multi-swe-bench-ponyc-output.jsonl"
     raw = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
     runs = convert(path, tmp_path)
     assert [r["source_uid"] for r in runs] == [f"{path.name}#L{i}" for i in (1, 2, 3)]
-    assert [len(turns(r)) // 2 for r in runs] == [22, 33, 48]
+    assert [len(turns(r)) // 2 for r in runs] == [22, 29, 47]  # refused editor calls removed (L2: 4, L3: 1)
     for rec, run, finished in zip(raw, runs, (True, True, False), strict=True):
         last_command = turns(run)[-2]
         assert last_command.endswith(f"```bash\n{SUBMIT_COMMAND}\n```") is finished
@@ -139,7 +140,7 @@ def test_real_eval_output_runs_end_with_their_git_patch(tmp_path: Path) -> None:
 
 
 def test_real_eval_output_metadata() -> None:
-    path = REAL / "openhands-eval-multi-swe-bench-output.jsonl"
+    path = REAL / "openhands-eval-multi-swe-bench-ponyc-output.jsonl"
     raw = next(r for r in iter_trajectory_file(path) if isinstance(r, RawRun))
     ep = parse_raw(raw)
     assert (ep.task.instance_id, ep.task.repo, ep.meta.repo_root) == (
@@ -148,10 +149,10 @@ def test_real_eval_output_metadata() -> None:
 
 
 def test_real_resolver_output_is_read_and_its_ipython_tools_are_a_counted_drop(tmp_path: Path) -> None:
-    runs = convert(REAL / "openhands-resolver-output.jsonl", tmp_path)
+    runs = convert(REAL / "openhands-resolver-mock-output.jsonl", tmp_path)
     assert [(r["format"], r["drop"]) for r in runs] == [
         ("OpenHands", {"stage": "convert", "reason": "unknown_tool", "detail": "execute_ipython_cell"})] * 2
-    raw = next(r for r in iter_trajectory_file(REAL / "openhands-resolver-output.jsonl") if isinstance(r, RawRun))
+    raw = next(r for r in iter_trajectory_file(REAL / "openhands-resolver-mock-output.jsonl") if isinstance(r, RawRun))
     ep = parse_raw(raw)
     assert ep.task.problem_statement.startswith("Please fix the following issue for the repository in /workspace.")
     assert ep.steps[0].call.args == {"command": "touch LICENSE"}  # type: ignore[union-attr]
@@ -201,7 +202,7 @@ def test_R11_clipped_view_is_the_clipped_prefix(tmp_path: Path) -> None:
 
 
 def test_real_clipped_views_and_refused_range(tmp_path: Path) -> None:
-    runs = convert(REAL / "openhands-eval-multi-swe-bench-output.jsonl", tmp_path)
+    runs = convert(REAL / "openhands-eval-multi-swe-bench-ponyc-output.jsonl", tmp_path)
     texts = [t for r in runs for t in turns(r)]
     assert not any("<response clipped>" in t for t in texts)
     assert sum("head -c 16000 '/testbed/src/libponyc/ast/parser.c' | cat -n" in t for t in texts) == 3
@@ -241,7 +242,7 @@ def test_R7_unfinished_command_gets_minis_timeout_message(tmp_path: Path) -> Non
 
 
 def test_real_openhands_timeout_drops_its_wait_note(tmp_path: Path) -> None:
-    t = turns(one(REAL / "openhands-events-gui-mode-timeout.json", tmp_path))
+    t = turns(one(REAL / "openhands-events-basic-gui-mode.json", tmp_path))
     assert len(t) == 8 and t[-2].endswith("```bash\ncd /testbed/todo-app && python3 -m http.server 8000\n```")
     assert t[-1] == (
         "The last command <command>cd /testbed/todo-app && python3 -m http.server 8000</command> timed out and "
@@ -291,8 +292,8 @@ def test_R6_pre1_streams_and_sentinel(tmp_path: Path) -> None:
 
 
 def test_real_pre1_run(tmp_path: Path) -> None:
-    raw = orjson.loads((REAL / "mini-pre1-github-issue.traj.json").read_bytes())
-    t = turns(one(REAL / "mini-pre1-github-issue.traj.json", tmp_path))
+    raw = orjson.loads((REAL / "mini-pre1-0709-github-issue.traj.json").read_bytes())
+    t = turns(one(REAL / "mini-pre1-0709-github-issue.traj.json", tmp_path))
     assert len(t) == 20 and t[-2].endswith(f"```bash\n{SUBMIT_COMMAND}\n```")
     # stderr alone (cat of a missing file, a traceback) is the output; the submission gets its newline
     assert t[1] == obs("cat: /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py: "
@@ -300,7 +301,7 @@ def test_real_pre1_run(tmp_path: Path) -> None:
     assert t[15].startswith("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n")
     assert t[-1] == raw[-1]["content"] + ("" if raw[-1]["content"].endswith("\n") else "\n")
     assert not any("<stdout>" in x or "<stderr>" in x for x in t)
-    local = turns(one(REAL / "mini-pre1-local.traj.json", tmp_path))
+    local = turns(one(OWN / "mini-pre1-local.traj.json", tmp_path))
     assert local == ["THOUGHT: Here be some dummy command:\n\n```bash\necho 'hello world'\n```",
                      obs("hello world\n"), f"THOUGHT: OK, now let me end this run.\n\n```bash\n{SUBMIT_COMMAND}\n```",
                      ""]
@@ -367,7 +368,7 @@ def test_a_reply_after_a_format_error_that_does_not_refer_to_it_is_kept_word_for
 
 # --------------------------------------------------------------------------- R8 chat only
 
-@pytest.mark.parametrize("path", [REPRO / "R8_openhands_chat_only.json", REAL / "openhands-events-chat-only.json"])
+@pytest.mark.parametrize("path", [REPRO / "R8_openhands_chat_only.json", REAL / "openhands-events-basic-interactions.json"])
 def test_chat_only_run_is_a_counted_drop(path: Path, tmp_path: Path) -> None:
     assert one(path, tmp_path)["drop"] == {"stage": "convert", "reason": "no_actions",
                                            "detail": "turn 0: finish before any command"}
@@ -375,7 +376,7 @@ def test_chat_only_run_is_a_counted_drop(path: Path, tmp_path: Path) -> None:
 
 
 def test_real_directory_view_is_a_listing_that_replays(tmp_path: Path) -> None:
-    t = turns(one(REAL / "openhands-events-workspace-rename.json", tmp_path))
+    t = turns(one(REAL / "openhands-events-wrong-initial-state.json", tmp_path))
     command = t[0].split("```bash\n", 1)[1].removesuffix("\n```")
     assert t[1] == obs("/testbed/\n/testbed/game_2048.py\n")
     work = tmp_path / "w"
@@ -383,3 +384,45 @@ def test_real_directory_view_is_a_listing_that_replays(tmp_path: Path) -> None:
     (work / "game_2048.py").write_text("")
     res = subprocess.run(["bash", "-c", command.replace("/testbed", str(work))], capture_output=True, text=True)
     assert (res.stdout.replace(str(work), "/testbed"), res.returncode) == ("/testbed/\n/testbed/game_2048.py\n", 0)
+
+
+def test_an_editor_call_refused_for_its_arguments_is_removed_like_a_format_error() -> None:
+    path = REAL / "openhands-eval-multi-swe-bench-ponyc-output.jsonl"
+    raws = [r for r in iter_trajectory_file(path) if isinstance(r, RawRun)]
+    ep = parse_raw(raws[1])
+    assert ep.counters["parse/rejected_call_removed"] == 4
+    assert not any(s.observation.startswith("ERROR:\nParameter `old_str` is required") for s in ep.steps)
+    # the reply after it is kept unless it refers to the refused call
+    from pipeline.episode import ParseError
+    from pipeline.parsers.openhands import _without_rejected_calls
+
+    refused = Step("Edit.", ToolCall("str_replace_editor", {"command": "str_replace", "path": "/a"}),
+                   "ERROR:\nParameter `old_str` is required for command: str_replace.")
+    with pytest.raises(ParseError) as err:
+        _without_rejected_calls([refused, Step("Sorry, I forgot old_str.", Bash("ls"), "", 0)], ep.counters)
+    assert err.value.reason == "format_error_reference"
+
+
+@pytest.mark.parametrize(("args", "command", "output", "rc"), [
+    ({}, "cat '/testbed/x.py'", "cat: /testbed/x.py: No such file or directory\n", 1),
+    ({"offset": 3, "limit": 2}, "sed -n '3,4p' '/testbed/x.py'", "sed: can't read /testbed/x.py: No such file or directory\n", 2),
+])
+def test_a_failed_read_prints_what_cat_or_sed_print(args: dict[str, Any], command: str, output: str, rc: int,
+                                                    tmp_path: Path) -> None:
+    from pipeline.convert.tools import ToolState, convert_call
+
+    action = convert_call("read", {"path": "/testbed/x.py", **args}, "ENOENT: no such file or directory, open "
+                          "'/testbed/x.py'", 1, 0, ToolState())
+    assert (action.command, action.output, action.returncode) == (command, output, rc)
+    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], capture_output=True, text=True)
+    assert (res.stdout + res.stderr, res.returncode) == (output.replace("/testbed", str(tmp_path)), rc)
+
+
+def test_a_secret_in_a_timed_out_output_is_redacted_and_the_run_stays_valid(tmp_path: Path) -> None:
+    events = orjson.loads((REPRO / "R7_openhands_exit_minus1.json").read_bytes())
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    events[2]["content"] = f"Serving with token {token} ..."
+    (tmp_path / "t.json").write_bytes(orjson.dumps(events))
+    t = turns(one(tmp_path / "t.json", tmp_path))
+    assert token not in t[1] and "<REDACTED:github_token>" in t[1]
+    assert t[1].startswith("The last command <command>python3 -m http.server 8000</command> timed out")

@@ -2,10 +2,11 @@
 
 The root is the run's checkout, found from the run itself by its parser
 (``Episode.meta.repo_root``: the task's ``<uploaded_files>`` line or "repository in the directory
-…", the first ``cd``, the trace's working dir). When the run shows its root, only that root (and
-SWE-agent's ``/<owner>__<repo>`` checkout form, which a thought may quote from a demonstration)
-becomes ``/testbed``: other paths under ``/workspace``, ``/tmp`` or ``/home`` (a scratch ``/workspace/test.c``,
-another project) stay as they were. Only when the run shows no root are the usual checkout forms
+…", the first ``cd``, the trace's working dir). When the run shows its root, only that root becomes
+``/testbed``, and the forms that name the same checkout mounted elsewhere: ``/workspace/<name>``
+and ``/home/<user>/<name>`` for the task's repo, and SWE-agent's ``/<owner>__<repo>`` (its
+"Current directory" in a thought); other paths under ``/workspace``, ``/tmp`` or ``/home`` (a scratch
+``/workspace/test.c``, another project) and ``/repo`` or ``/app`` stay as they were. Only when the run shows no root are the usual checkout forms
 tried, in order: ``/workspace/<name>``, ``/repo``, ``/app``, ``/home/<user>/<repo name>``, Python
 temp dirs ``/tmp/tmpXXXXXX/<name>`` and SWE-agent's ``/<owner>__<repo>``; where the task's repo is
 known, the workspace, home and temp-dir forms must end in its name, so ``/tmp/tmpab12cd/test.py``
@@ -39,24 +40,19 @@ def _repo_names(repo: str | None) -> list[str]:
 
 
 def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
-    """The root forms, in the order they are tried: the run's own root alone when it has one
-    (none to rewrite when that is /testbed); else the usual checkout forms, without ``named``
-    leaving out the home and temp-dir forms."""
-    if repo_root and repo_root.rstrip("/"):
-        root = repo_root.rstrip("/")
-        return ([] if root == TESTBED else [re.escape(root)]) + [_SWE_CHECKOUT]
+    """The root forms, in the order they are tried: the run's own root when it has one (none
+    when that is /testbed) plus the forms that name the task's repo (the same checkout mounted
+    elsewhere: ``/workspace/<name>``, home and temp dirs) and SWE-agent's ``/<owner>__<repo>``;
+    else the usual checkout forms. Without ``named``, the home and temp-dir forms are left out."""
     names = _repo_names(repo)
     name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
-    alts = [rf"/workspace/{name}", r"/repo", r"/app"]
-    if named:
-        alts += [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"]
-    alts += [_SWE_CHECKOUT]
-    return alts
-
-
-# SWE-agent's checkout name ``/<owner>__<repo>``: a checkout wherever it appears (validate flags it
-# as a foreign root), also in a run whose root was elsewhere (a thought quoting a demonstration)
-_SWE_CHECKOUT = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"
+    homes = [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"] if named else []
+    dunder = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"  # SWE-agent's /<owner>__<repo>: only ever a checkout
+    if repo_root and repo_root.rstrip("/"):
+        root = repo_root.rstrip("/")
+        alts = [] if root == TESTBED else [re.escape(root)]
+        return [*alts, *([rf"/workspace/{name}", *homes] if names else []), dunder]
+    return [rf"/workspace/{name}", r"/repo", r"/app", *homes, dunder]
 
 
 @lru_cache(maxsize=256)
@@ -80,11 +76,8 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
     if "/" not in text:
         return text
     if repo_root and repo_root.rstrip("/"):
-        # only the run's own root and SWE-agent's ``/<owner>__<repo>`` checkouts: a text without
-        # them has nothing to rewrite
-        if repo_root.rstrip("/") in text or "__" in text:
-            return _pattern(repo_root, None).sub(TESTBED, text)
-        return text
+        # the run's own root and the forms naming its repo, nothing else
+        return _pattern(repo_root, repo or None).sub(TESTBED, text)
     # alternatives that cannot match this text are left out, which keeps the pattern shared
     if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
         return _pattern(None, repo).sub(TESTBED, text)

@@ -242,7 +242,8 @@ def _clipped_view(path: str, body: str, turn: int) -> Action:
     prefix (N: the bytes of the file's text that were shown). The clip note is harness text, like
     the view's header. A clip inside a ``view_range`` is a counted drop."""
     m = _CLIPPED.search(body)
-    assert m is not None
+    if m is None:  # more text after the clip (SWE-agent's abbreviated view): not a prefix of the file
+        raise ConvertError("clipped_view", f"turn {turn}: {path}")
     shown = body[: m.start()]
     lines = shown.split("\n")
     if not all(re.match(r" *\d+\t", ln) for ln in lines if ln):
@@ -606,10 +607,15 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         path = _s(args, "path", "file_path", default="") or ""
         if name == "read":
             rng = _range(args.get("offset"), args.get("limit"))
-            if rng is None:
-                return Action("run", f"cat {edits.shell_quote(path)}", obs, 0 if not _failed(obs, rc) else 1)
-            end = "$" if rng[1] == -1 else rng[1]
-            return Action("run", f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}", obs, 0)
+            end = "$" if rng is None or rng[1] == -1 else rng[1]
+            cmd = (f"cat {edits.shell_quote(path)}" if rng is None
+                   else f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}")
+            if _failed(obs, rc):  # the tool's error is not what cat/sed print: theirs, when the file is missing
+                out, code = _missing(path, cmd, obs, turn)
+                if rng is not None:
+                    out, code = f"sed: can't read {path}: No such file or directory\n", 2
+                return Action("run", cmd, out, code)
+            return Action("run", cmd, obs, 0)
         if name == "write":
             return _create_action(path, _s(args, "content", "file_text", default="") or "", obs, rc, turn)
         old = _s(args, "oldText", "old_str", "old_string", default="") or ""

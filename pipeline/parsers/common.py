@@ -30,9 +30,10 @@ from pipeline.parsers.dialects import (  # the thought helpers are re-exported f
     strip_think,
 )
 
-# mini-swe-agent's sentinels; MICRO_SWE_AGENT_FINAL_OUTPUT is its pre-1.0 (micro-swe-agent) one
+# mini-swe-agent's sentinels; MICRO_ and NANO_SWE_AGENT_FINAL_OUTPUT are its pre-1.0 ones
+# (micro-swe-agent, and nano-swe-agent before that)
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT",
-                  "MICRO_SWE_AGENT_FINAL_OUTPUT")
+                  "MICRO_SWE_AGENT_FINAL_OUTPUT", "NANO_SWE_AGENT_FINAL_OUTPUT")
 # Affine completion.py's finish-tool names (case-insensitive).
 FINISH_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"
@@ -224,8 +225,10 @@ def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str
 
 # mini-swe-agent before 1.0 (micro-swe-agent, until July 2025) kept the streams apart:
 # "<returncode>\n{rc}\n</returncode>\n<stderr>\n{stderr}\n</stderr>\n<stdout>\n{stdout}\n</stdout>"
-PRE1_OBS_RE = re.compile(r"\A<returncode>\n(-?\d{1,9})\n</returncode>\n<stderr>\n(.*?)\n</stderr>\n"
-                         r"<stdout>\n(.*)\n</stdout>\Z", re.DOTALL)
+# (nano-swe-agent, its first days, led with the <args> of its docker exec and put stdout first)
+PRE1_OBS_RE = re.compile(r"\A(?:<args>\n[^\n]*\n</args>\n)?<returncode>\n(-?\d{1,9})\n</returncode>\n"
+                         r"(?:<stderr>\n(?P<e1>.*?)\n</stderr>\n<stdout>\n(?P<o1>.*)\n</stdout>"
+                         r"|<stdout>\n(?P<o2>.*?)\n</stdout>\n<stderr>\n(?P<e2>.*)\n</stderr>)\Z", re.DOTALL)
 PRE1_ELIDED_RE = re.compile(r"\A<warning>\n.*</warning>\s*<observation_head>\n", re.DOTALL)
 # mini-swe-agent 1.x's timeout message (1.17.5; versions before 1.16 put a space before <output>)
 MINI_TIMEOUT_RE = re.compile(
@@ -260,9 +263,9 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
     """
     rc: int | None = None
-    pm1 = PRE1_OBS_RE.match(text) if text.startswith("<returncode>\n") else None
+    pm1 = PRE1_OBS_RE.match(text) if text.startswith(("<returncode>\n", "<args>\n")) else None
     if pm1:
-        stderr, stdout = pm1.group(2), pm1.group(3)
+        stderr, stdout = pm1.group("e1") or pm1.group("e2") or "", pm1.group("o1") or pm1.group("o2") or ""
         if stderr and stdout:
             # mini-swe-agent >= 1.0 records one merged stream; in what order the two were
             # printed is not recorded, so the merged output cannot be derived

@@ -4,8 +4,8 @@ message list or ``{info, messages, trajectory_format}``; and its pre-1.0 form (m
 
 Pre-1.0 runs recorded ``<returncode>\nN\n</returncode>\n<stderr>…</stderr>\n<stdout>…</stdout>``:
 the observation becomes the one stream that printed (both printed: ``parse/split_streams``, as
-mini >= 1.0 merges them in an order the record does not keep). Their sentinel
-``MICRO_SWE_AGENT_FINAL_OUTPUT`` is a submit, and the submission they recorded lost its final
+mini >= 1.0 merges them in an order the record does not keep). Their sentinels
+``MICRO_SWE_AGENT_FINAL_OUTPUT`` and ``NANO_SWE_AGENT_FINAL_OUTPUT`` are a submit, and the submission they recorded lost its final
 newline (``"\n".join(lines[1:])``), which ``git diff`` always prints: it is put back.
 """
 
@@ -22,7 +22,7 @@ from pipeline.parsers.common import (
     opt_str,
 )
 
-PRE1_SENTINEL = "MICRO_SWE_AGENT_FINAL_OUTPUT"
+PRE1_SENTINELS = ("MICRO_SWE_AGENT_FINAL_OUTPUT", "NANO_SWE_AGENT_FINAL_OUTPUT")
 
 
 def _dig(d: Any, *keys: str) -> Any:
@@ -58,7 +58,7 @@ def parse_miniswe(raw: RawRun) -> Episode:
         epoch=raw.epoch,
     )
     last = ep.steps[-1]
-    if (isinstance(last.call, Bash) and PRE1_SENTINEL in last.call.command
+    if (isinstance(last.call, Bash) and any(k in last.call.command for k in PRE1_SENTINELS)
             and last.observation.lstrip("\n").startswith("diff --git") and not last.observation.endswith("\n")):
         last.observation += "\n"
         ep.counters["parse/submission_newline_restored"] += 1

@@ -29,6 +29,7 @@ from typing import Any
 
 from pipeline.episode import Episode, ParseError, RawRun, Step, ToolCall
 from pipeline.parsers.common import (
+    FORMAT_ERROR_REFERENCE_RE,
     as_dict,
     as_list,
     clean_observation,
@@ -231,6 +232,7 @@ def parse_openhands(raw: RawRun) -> Episode:
         step.returncode = code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else rc
     if task_text is None:
         raise ParseError("no_task", "no user message event")
+    steps = _without_rejected_calls(steps, counters)
     payload = raw.payload
     patch = recorded_patch(payload)
     if patch and steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
@@ -248,6 +250,30 @@ def parse_openhands(raw: RawRun) -> Episode:
         patch=None, origin=raw.origin, harness="openhands", model=model,
         source_uid=raw.source_uid, resolved=_resolved(payload), fold_group=None, epoch=raw.epoch,
         root_hint=_root(task_text, steps, working_dir))
+
+
+# the editor refusing a call's arguments before doing anything (openhands-aci's validation)
+_REJECTED_CALL_RE = re.compile(r"\A(?:ERROR:\n)?Parameter [`'][\w-]+[`'] (?:is required for command: \w+"
+                               r"|is expected to be one of )")
+
+
+def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[Step]:
+    """A call the editor refused for its arguments ran nothing: like mini-swe-agent's format
+    error, the exchange is removed (``parse/rejected_call_removed``), with the same policy for
+    the reply after it (common.py: dropped when its thought refers to the exchange)."""
+    kept: list[Step] = []
+    after = False
+    for st in steps:
+        if isinstance(st.call, ToolCall) and _REJECTED_CALL_RE.match(st.observation):
+            counters["parse/rejected_call_removed"] += 1
+            after = True
+            continue
+        if after and FORMAT_ERROR_REFERENCE_RE.search(st.thought):
+            raise ParseError("format_error_reference",
+                             f"the reply after a refused call refers to it: {st.thought[:80]!r}")
+        after = False
+        kept.append(st)
+    return kept
 
 
 def _resolved(payload: dict[str, Any]) -> str:

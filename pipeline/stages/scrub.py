@@ -29,7 +29,7 @@ from collections import Counter
 import polars as pl
 import pyarrow as pa
 
-from pipeline.convert.render import render_instance, render_observation, submission_of
+from pipeline.convert.render import render_instance, render_reply, submission_of
 from pipeline.secrets import TRIGGER, find_secrets, redact
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, PUBLISHED, empty
@@ -64,6 +64,7 @@ def _rerender(old_msgs: list[dict[str, str]], new_msgs: list[dict[str, str]], ro
     truncation (a secret split by it is redacted in the output, then re-cut), the final submission,
     and the task message."""
     returncodes = list(row.get("returncodes") or [])  # type: ignore[call-overload]
+    commands = list(row.get("commands") or [])  # type: ignore[call-overload]
     if statement is not None and new_statement != statement and len(old_msgs) > 1 \
             and old_msgs[1]["content"] == render_instance(statement):
         new_msgs[1] = {**new_msgs[1], "content": render_instance(new_statement or "")}
@@ -72,8 +73,10 @@ def _rerender(old_msgs: list[dict[str, str]], new_msgs: list[dict[str, str]], ro
         if out == new_out or i >= len(old_msgs) or t >= len(returncodes):
             continue
         old = old_msgs[i]["content"]
-        if old == render_observation(out, int(returncodes[t])):
-            new_msgs[i] = {**new_msgs[i], "content": render_observation(new_out, int(returncodes[t]))}
+        rc = None if returncodes[t] is None else int(returncodes[t])  # None: the command timed out
+        cmd = commands[t] if t < len(commands) else ""
+        if old == render_reply(cmd, out, rc):
+            new_msgs[i] = {**new_msgs[i], "content": render_reply(cmd, new_out, rc)}
         elif old == submission_of(out):
             new_msgs[i] = {**new_msgs[i], "content": submission_of(new_out)}
 
