@@ -23,7 +23,7 @@ publish: venv data/sample/labels.jsonl
 	$(BIN)/trajpipe audit --workdir data
 
 test: venv
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -rs -n 2 --dist loadfile
 
 # property tests with 50× the CI example budget (the hostile-input and edit round-trip suites)
 FUZZ_SCALE ?= 50

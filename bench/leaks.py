@@ -187,8 +187,9 @@ def benign_case(g: Gen, fix_diff: str) -> tuple[list[str], list[str]]:
 
 
 def make_row(uid: str, iid: str, repo: str, patch: str, statement: str, commands: list[str],
-             outputs: list[str]) -> dict[str, object]:
-    commands, outputs = [*commands, SUBMIT], [*outputs, ""]
+             outputs: list[str], submit: bool = True) -> dict[str, object]:
+    if submit:
+        commands, outputs = [*commands, SUBMIT], [*outputs, ""]
     msgs = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
             {"role": "user", "content": f"<pr_description>\n{statement}\n</pr_description>"}]
     for c, o in zip(commands, outputs, strict=True):
@@ -197,7 +198,7 @@ def make_row(uid: str, iid: str, repo: str, patch: str, statement: str, commands
     row: dict[str, object] = dict.fromkeys(WORK.names)
     row.update(instance_id=iid, messages=msgs, family="pr", repo=repo, language="python", verified=False,
                resolved="unknown", patch=patch, model="m", harness="bash", id_kind="pool", upstream_id=iid,
-               affine_source="swesmith", origin="Affine corpus", source_uid=uid, submitted=True,
+               affine_source="swesmith", origin="Affine corpus", source_uid=uid, submitted=submit,
                affine_fold_group="", epoch=1, dialect="bash", dataset="mini-coder-affine-bash", base_commit="",
                problem_statement=statement, commands=commands, outputs=outputs,
                returncodes=[0] * len(commands), raw_bytes=0)
@@ -276,6 +277,90 @@ def generate(n_runs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, list[d
     return pl.DataFrame(rows, schema=polars_schema(WORK)), bench_df, labels
 
 
+# ---------------------------------------------------------------------------------------------- step-limited writes
+
+WRAPPERS = ["", "timeout -s KILL 30 ", "timeout -k 5 60 ", "env GIT_PAGER=cat ", "sudo -u dev ", "nice -n 5 ",
+            "stdbuf -oL ", "cd /testbed && "]
+
+
+def write_forms(g: Gen, old: list[str], new: list[str], src_path: str, before: list[str],
+                after: list[str]) -> list[str]:
+    """The commands a run can type a fix with: a converted edit, sed -i, python replace, git apply (a patch
+    with git's three context lines, ``before``/``after``)."""
+    from pipeline.convert.edits import replace_command
+
+    diff = (f"--- a/{src_path}\n+++ b/{src_path}\n@@ -1,{len(old)} +1,{len(new)} @@\n"
+            + "".join(f" {x}\n" for x in before) + "".join(f"-{x}\n" for x in old)
+            + "".join(f"+{x}\n" for x in new) + "".join(f" {x}\n" for x in after))
+    first_old, first_new = old[0].strip(), new[0].strip()
+    sed_safe = all(c not in first_old + first_new for c in "/&\\'[]*.^$")
+    forms = [replace_command(f"/testbed/{src_path}", [("\n".join(old) + "\n", "\n".join(new) + "\n", False)],
+                             f"The file /testbed/{src_path} has been edited.\n"),
+             f"git apply <<'EOF'\n{diff}EOF",
+             "python3 - <<'PY'\nfrom pathlib import Path\np = Path(" + repr(src_path) + ")\n"
+             f"p.write_text(p.read_text().replace({chr(10).join(old)!r}, {chr(10).join(new)!r}))\nPY"]
+    if sed_safe and len(old) == 1 and len(new) == 1:
+        forms.append(f"sed -i 's/{first_old}/{first_new}/' {src_path}")
+    return forms
+
+
+def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, object]]]:
+    """Runs cut by the step limit (no submission, pool task: no gold patch) that read a fix from history
+    or upstream and then type it in (a leak), type something else (an attempt), or type it *before*
+    reading their own commit (benign). Reads and writes take every wrapper and write form."""
+    g = Gen(seed)
+    r = g.r
+    rows, labels = [], []
+    for i in range(n_runs):
+        pr = str(r.randint(100, 99999))
+        src = g.source(r.randint(400, 3000)).split("\n")
+        at = r.randrange(3, max(4, len(src) - 8))
+        n_old = r.randint(1, 3)
+        old = [g.code_line() for _ in range(n_old)]  # an edit's old text is unique in its file
+        src[at:at + n_old] = old
+        new = [g.code_line() for _ in range(r.randint(1, 3))]
+        fixed = src[:at] + new + src[at + len(old):]
+        context = src[max(0, at - 3):at]
+        after = src[at + len(old):at + len(old) + 3]
+        hunk = ("diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,9 +1,9 @@\n"
+                + "".join(f" {x}\n" for x in context) + "".join(f"-{x}\n" for x in old)
+                + "".join(f"+{x}\n" for x in new) + "".join(f" {x}\n" for x in after))
+        sha = g.sha()
+        show = f"commit {sha}\nAuthor: dev <d@x>\n\n    Fix {g.ident()}\n\n{hunk}"
+        wrap = r.choice(WRAPPERS)
+        how = r.choice(["log_all_p", "oneline_then_show", "remote_file", "curl_raw"])
+        if how == "log_all_p":
+            reads, outs, kind = [wrap + "git log --all -p -- src/m.py"], [show], "git_history"
+        elif how == "oneline_then_show":
+            reads = [wrap + "git log --oneline --all", wrap + f"git show {sha[:7]}"]
+            outs, kind = [f"{sha[:7]} Fix {g.ident()}\n{g.sha(7)} Initial import\n", show], "foreign_object"
+        elif how == "remote_file":
+            reads, outs, kind = [wrap + "git show origin/fix:src/m.py"], ["\n".join(fixed)], "foreign_object"
+        else:  # a fetched file whose text trips the fetch-error pattern: only the later write confirms it
+            reads = [wrap + "curl -s https://raw.githubusercontent.com/acme/w/main/src/m.py"]
+            outs = ['"""Errors: Traceback (most recent call last) is printed on failure."""\n' + "\n".join(fixed)]
+            kind = "network_fetch"
+        cat_n = "".join(f"{k:6d}\t{x}\n" for k, x in enumerate(src, 1))
+        case = r.choice(["leak", "leak", "other", "before"])
+        other = [g.code_line() for _ in new]
+        write = r.choice(write_forms(g, old, new if case != "other" else other, "src/m.py", context, after))
+        if case == "before":  # the run's own fix first, then history shows its own commit
+            cmds = ["cat -n src/m.py", write, "git commit -qam fix", *reads, "python -m pytest -q"]
+            obs = [cat_n, "", "", *outs, "3 passed\n"]
+            expect = f"attempt/{kind}"
+        else:
+            cmds = ["cat -n src/m.py", *reads, write, "python -m pytest -q"]
+            obs = [cat_n, *outs, "", "3 passed\n"]
+            expect = f"solution_leak/{kind}" if case == "leak" else f"attempt/{kind}"
+        if how == "curl_raw" and case != "leak":
+            expect = "attempt/network_fetch"
+        uid = f"file:///synth/steplimit.jsonl.gz#L{i + 1}"
+        row = make_row(uid, f"acme__w-{pr}", "acme__w", "", g.ident(), cmds, obs, submit=False)
+        rows.append(row)
+        labels.append({"uid": uid, "expect": expect, "how": how, "write": write.split()[0], "wrap": wrap.strip()})
+    return pl.DataFrame(rows, schema=polars_schema(WORK)), labels
+
+
 # ---------------------------------------------------------------------------------------------- scoring
 
 def text_bytes(df: pl.DataFrame) -> int:
@@ -301,6 +386,31 @@ def score_leaks(expect: dict[str, str], got: dict[str, str], attempts: Counter[s
         planted = sum(1 for e in expect.values() if e == k)
         lines.append(f"| {k} | {planted} | {sum(1 for v in got.values() if v == k)} | {tp} | {fp} | {fn} | "
                      f"{p:.2%} | {rc:.2%} |")
+    return lines
+
+
+def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str]:
+    """Precision/recall of the confirmation from the run's own writes (issue 16)."""
+    batch, labels = write_cases(n_runs, seed + 1)
+    out = SolutionLeak(ctx)(batch)
+    got = {d["source_uid"]: f"{d['stage']}/{d['reason']}" for d in out.dropped.iter_rows(named=True)}
+    expect = {str(lb["uid"]): str(lb["expect"]) for lb in labels}
+    attempts = [u for u, e in expect.items() if e.startswith("attempt/")]
+    by_how: dict[str, Counter[str]] = defaultdict(Counter)
+    for lb in labels:
+        u, e = str(lb["uid"]), str(lb["expect"])
+        ok = got.get(u) == e if e.startswith("solution_leak/") else u not in got
+        by_how[f"{lb['how']} / {lb['write']}"]["ok" if ok else "wrong"] += 1
+    lines = ["## Step-limited runs confirmed by their own writes (issue 16)", "",
+             f"`write_cases({n_runs}, seed={seed + 1})`: runs with no submission and no gold patch that read a fix "
+             "(`git log --all -p`, `git log --oneline --all` + `git show <sha>`, `git show origin/fix:file`, `curl` of "
+             "the raw file), each read behind a random wrapper (" + ", ".join(w.strip() or "none" for w in WRAPPERS)
+             + "), then type it in (converted edit, `git apply`, python replace, `sed -i`): a leak; or type "
+             "something else, or type the fix *before* reading their own commit: an attempt, kept.", "",
+             *score_leaks(expect, got), "",
+             f"Attempt twins: {len(attempts)}, wrongly dropped: {sum(1 for u in attempts if u in got)}.", "",
+             "| read / write form | right | wrong |", "|---|---|---|",
+             *(f"| {k} | {v['ok']} | {v['wrong']} |" for k, v in sorted(by_how.items())), ""]
     return lines
 
 
@@ -332,6 +442,7 @@ def standalone(args: argparse.Namespace) -> str:
     out_lines += [f"Attempts planted {dict(att_planted)}; kept {dict(att_kept)}; counters "
                   f"{ {k: v for k, v in s_out.counters.items() if 'attempt' in k} }.",
                   f"Benign look-alike/clean runs: {len(benign)}, wrongly dropped: {sum(1 for u in benign if u in got)}.", ""]
+    out_lines += step_limited_section(ctx, args.seed)
     # secrets: per run and kind, planted distinct values vs values gone from the published text
     kept_text = {r["source_uid"]: "\n".join(r["commands"] + r["outputs"] + [m["content"] for m in r["messages"]])
                  for r in sc.kept.iter_rows(named=True)}

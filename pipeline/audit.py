@@ -17,6 +17,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.leaks.solution import explain_detail
 from pipeline.state import State
 from schemas.run import DROPS, empty
 
@@ -26,19 +27,41 @@ STAGES: list[str] = ["quarantine", "parse", "convert", "task_dedup", "solution_l
 COUNTER_GROUPS: list[str] = ["parse/dialect", "dialect_turns", "dialect_drops", "format_runs", "format_drops",
                               "convert/tool", "scrub"]
 UNKNOWN_DATASET = "(unknown)"
+DATASET_PREFIX = "mini-coder-"  # shown once in the table title, so the key column stays short
+
+
+class DamagedLedger(ValueError):
+    """The ledger files cannot be read; one line naming the file."""
 
 
 def _read_drops(workdir: Path) -> pl.DataFrame:
     path = workdir / "ledger" / "drops.parquet"
     if not path.is_file():
         return empty(DROPS)
-    frame = pl.read_parquet(path)
-    return frame.with_columns(pl.col("dataset").fill_null("").cast(pl.Utf8), pl.col("epoch").cast(pl.Int32))
+    try:
+        frame = pl.read_parquet(path)
+        return frame.with_columns(pl.col("dataset").fill_null("").cast(pl.Utf8), pl.col("epoch").cast(pl.Int32))
+    except Exception as exc:  # noqa: BLE001 - any damage to the file is the same message
+        raise DamagedLedger(f"{path} cannot be read ({type(exc).__name__}); run `trajpipe run` again") from None
 
 
 def _read_stats(workdir: Path) -> dict[str, Any]:
     path = workdir / "ledger" / "stats.json"
-    return orjson.loads(path.read_bytes()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        stats = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise DamagedLedger(f"{path} cannot be read ({type(exc).__name__}); run `trajpipe run` again") from None
+    if not isinstance(stats, dict):
+        raise DamagedLedger(f"{path} is not a JSON object; run `trajpipe run` again")
+    return stats
+
+
+def known_epochs(workdir: Path) -> list[int]:
+    """The corpus epochs this build ingested (stats.json), for checking ``--epoch``."""
+    by_epoch = _read_stats(workdir).get("ingested", {}).get("by_epoch", {})
+    return sorted(int(e) for e in by_epoch if str(e).lstrip("-").isdigit())
 
 
 def _shards(workdir: Path) -> list[Path]:
@@ -147,6 +170,8 @@ def build_report(workdir: Path, epoch: int | None = None) -> dict[str, Any]:
         "reasons": reasons,
         "invariant": invariant,
         "counters": counters,
+        # counters are summed per build, not kept per epoch: an --epoch report says so
+        "counters_scope": "build" if epoch is None else "whole build, not this epoch",
         "benchmarks": stats.get("benchmarks", {}),
         "published": {d: {"rows": int(n), "shards": sorted(set(pub.filter(pl.col("dataset") == d)["shard"]))}
                       for d, n in sorted(pub_by_ds.items())},
@@ -156,20 +181,32 @@ def build_report(workdir: Path, epoch: int | None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ rendering
 
 
+def short_names(names: list[str]) -> tuple[dict[str, str], str]:
+    """Dataset names without the shared ``mini-coder-`` prefix, and a note saying so ("" if none)."""
+    if names and all(n.startswith(DATASET_PREFIX) or n in (UNKNOWN_DATASET, "TOTAL") for n in names) \
+            and any(n.startswith(DATASET_PREFIX) for n in names):
+        return {n: n.removeprefix(DATASET_PREFIX) for n in names}, f" (names without “{DATASET_PREFIX}”)"
+    return {n: n for n in names}, ""
+
+
 def _funnel_table(title: str, key: str, rows: dict[str, Any]) -> Table:
-    table = Table(title=title)
-    table.add_column(key)
+    """Funnel rows under stage headers split at "_" so the table fits ~100 columns; the key column is
+    never cut (it is what tells the rows apart)."""
+    labels, note = short_names(list(rows)) if key == "dataset" else ({n: n for n in rows}, "")
+    table = Table(title=title + note)
+    table.add_column(key, no_wrap=True, min_width=max((len(v) for v in labels.values()), default=4))
     table.add_column("ingested", justify="right")
     for s in STAGES:
-        table.add_column(s, justify="right")
+        table.add_column(s.replace("_", "\n"), justify="right")
     table.add_column("published", justify="right")
     for name, f in rows.items():
-        table.add_row(name, f"{f['ingested']:,}", *(f"{f['dropped'][s]:,}" for s in STAGES), f"{f['published']:,}")
+        table.add_row(labels[name], f"{f['ingested']:,}", *(f"{f['dropped'][s]:,}" for s in STAGES),
+                      f"{f['published']:,}")
     return table
 
 
-def render_report(report: dict[str, Any], console: Console) -> None:
-    """Print the report as rich tables: funnels, reasons, invariant and counters."""
+def render_report(report: dict[str, Any], console: Console, *, counters: bool = False) -> None:
+    """Print the report as rich tables: funnels, reasons and the invariant (and counters if asked)."""
     scope = f" (epoch {report['epoch']})" if report.get("epoch") is not None else ""
     console.print(_funnel_table(f"Funnel by dataset{scope}", "dataset",
                                 {**report["by_dataset"], "TOTAL": report["totals"]}))
@@ -187,10 +224,14 @@ def render_report(report: dict[str, Any], console: Console) -> None:
     console.print(f"Invariant {mark}: ingested {inv['ingested']:,} = published {inv['published']:,} + "
                   f"dropped {inv['dropped']:,} + quarantined {inv['quarantined']:,}"
                   + (f" (stats.json says {inv['stats_ingested']:,} ingested)" if inv["stats_ingested"] is not None else ""))
+    if not counters:
+        console.print("Counters (per dialect, tool, secret kind): `trajpipe audit --counters`")
+        return
     for group, values in report["counters"].items():
         if not values:
             continue
-        t = Table(title=f"Counters: {group}")
+        scope = "" if report.get("epoch") is None else f" ({report.get('counters_scope', 'whole build')})"
+        t = Table(title=f"Counters: {group}{scope}")
         t.add_column("name")
         t.add_column("count", justify="right")
         for name, n in values.items():
@@ -198,23 +239,71 @@ def render_report(report: dict[str, Any], console: Console) -> None:
         console.print(t)
 
 
-def explain(workdir: Path, source_uid: str) -> dict[str, Any]:
-    """One run's fate: published (dataset, shard, row), dropped/quarantined (stage, reason, detail), or unknown."""
-    for shard in _shards(workdir):
-        uids = pl.read_parquet(shard, columns=["source_uid"])["source_uid"]
+def _matching(uids: pl.Series, query: str) -> pl.Series:
+    """The uids equal to ``query`` or, if none, ending with it."""
+    exact = uids.filter(uids == query)
+    return exact if exact.len() else uids.filter(uids.str.ends_with(query))
+
+
+def explain(workdir: Path, query: str) -> dict[str, Any]:
+    """One run's fate: published (dataset, shard, row), dropped/quarantined (stage, reason, detail),
+    ``unknown`` (nothing matches) or ``ambiguous`` (several runs end with ``query``).
+
+    ``query`` is a full source_uid or any end of one that names a single run (``…#L17``)."""
+    drops_all = _read_drops(workdir)
+    shard_uids = {shard: pl.read_parquet(shard, columns=["source_uid"])["source_uid"] for shard in _shards(workdir)}
+    found = set(_matching(drops_all["source_uid"], query).to_list())
+    for uids in shard_uids.values():
+        found |= set(_matching(uids, query).to_list())
+    if len(found) > 1 and query not in found:
+        return {"query": query, "fate": "ambiguous", "matches": sorted(found)[:20], "count": len(found)}
+    if not found:
+        return {"source_uid": query, "fate": "unknown"}
+    source_uid = query if query in found else found.pop()
+    for shard, uids in shard_uids.items():
         hits = (uids == source_uid).arg_true()
         if len(hits):
             return {"source_uid": source_uid, "fate": "published", "dataset": shard.parent.parent.name,
                     "shard": str(shard.relative_to(workdir / "publish")), "row": int(hits[0])}
-    drops = _read_drops(workdir).filter(pl.col("source_uid") == source_uid)
+    drops = drops_all.filter(pl.col("source_uid") == source_uid)
     if drops.height:
         entries = drops.to_dicts()
         first = entries[0]
+        evidence = explain_detail(first["detail"] or "") if first["stage"] == "solution_leak" else None
         return {"source_uid": source_uid,
                 "fate": "quarantined" if first["stage"] == "quarantine" else "dropped",
                 "stage": first["stage"], "reason": first["reason"], "evidence": first["detail"],
-                "epoch": first["epoch"], "dataset": first["dataset"] or None, "entries": entries}
+                "epoch": first["epoch"], "dataset": first["dataset"] or None, "entries": entries,
+                **({"solution_leak": evidence} if evidence else {})}
     return {"source_uid": source_uid, "fate": "unknown"}
+
+
+def _evidence_text(stage: str, reason: str, detail: str) -> str:
+    """The ledger's detail in words; a near-duplicate's Jaccard is a MinHash estimate, said so."""
+    if stage == "traj_dedup":
+        kept = detail.split("kept=", 1)[1].split(" ", 1)[0] if "kept=" in detail else "?"
+        if reason == "exact":
+            return f"the same actions as the run kept, {kept}"
+        jac = detail.rsplit("jaccard=", 1)[1] if "jaccard=" in detail else "?"
+        return (f"nearly the same actions as the run kept, {kept}: estimated (MinHash) Jaccard similarity "
+                f"{jac} over action shingles; not identical, or it would be an exact duplicate")
+    return detail
+
+
+def explain_text(fate: dict[str, Any]) -> str:
+    """``explain``'s answer as a few lines for people."""
+    kind = fate["fate"]
+    if kind == "unknown":
+        return f"no run matches {fate['source_uid']!r} in this build (give a source_uid or a unique end of one)"
+    if kind == "ambiguous":
+        more = f" (first {len(fate['matches'])} shown)" if fate["count"] > len(fate["matches"]) else ""
+        return (f"{fate['count']} runs end with {fate['query']!r}; give more of the uid{more}:\n"
+                + "\n".join(f"  {m}" for m in fate["matches"]))
+    if kind == "published":
+        return f"{fate['source_uid']}\n  published in {fate['dataset']}: {fate['shard']}, row {fate['row']}"
+    where = f" ({fate['dataset']}, epoch {fate['epoch']})" if fate.get("dataset") else ""
+    return (f"{fate['source_uid']}\n  {kind} by {fate['stage']}: {fate['reason']}{where}\n"
+            f"  evidence: {_evidence_text(fate['stage'], fate['reason'], fate['evidence'] or '')}")
 
 
 # ------------------------------------------------------------------------------------------ HTML
@@ -237,7 +326,7 @@ def _svg_funnel(f: dict[str, Any]) -> str:
             f'<text class="n" x="{label_w + w + 4:.1f}" y="{y + 15}">{n:,}</text>')
     height = len(bars) * h
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="funnel" width="{label_w + bar_w + 80}" '
-            f'height="{height}" font-size="12">{"".join(rows)}</svg>')
+            f'height="{height}" viewBox="0 0 {label_w + bar_w + 80} {height}" font-size="12">{"".join(rows)}</svg>')
 
 
 def _svg_trend(by_epoch: dict[str, Any]) -> str:
@@ -267,17 +356,21 @@ def _svg_trend(by_epoch: dict[str, Any]) -> str:
         f'<text x="{left + len(epochs) * col_w + 24}" y="{k * 16 + 9}">{s}</text>' for k, s in enumerate(STAGES))
     width = left + len(epochs) * col_w + 140
     return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="drops per epoch" width="{width}" '
-            f'height="{chart_h + bottom + 12}" font-size="11"><g transform="translate(0,12)">'
+            f'height="{chart_h + bottom + 12}" viewBox="0 0 {width} {chart_h + bottom + 12}" font-size="11"><g transform="translate(0,12)">'
             f'{"".join(parts)}{legend}</g></svg>')
 
 
 def _html_funnel_table(key: str, rows: dict[str, Any]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in [key, "ingested", *STAGES, "published"])
+    """Stage headers may break after "_" and dataset names lose the shared prefix (said in the caption),
+    so the table fits a 1280-pixel window without cutting any name."""
+    labels, note = short_names(list(rows)) if key == "dataset" else ({n: n for n in rows}, "")
+    head = "".join(f"<th>{html.escape(h).replace('_', '_<wbr>')}</th>" for h in [key, "ingested", *STAGES, "published"])
+    caption = f"<caption>{html.escape(note.strip())}</caption>" if note else ""
     body = "".join(
-        "<tr><td>" + html.escape(name) + "</td>"
+        "<tr><td>" + html.escape(labels[name]) + "</td>"
         + "".join(f"<td class=n>{v:,}</td>" for v in [f["ingested"], *(f["dropped"][s] for s in STAGES), f["published"]])
         + "</tr>" for name, f in rows.items())
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table>{caption}<tr>{head}</tr>{body}</table>"
 
 
 def write_html(report: dict[str, Any], path: Path) -> None:
@@ -297,6 +390,9 @@ body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; font-size: 0.9em; }}
 td:first-child {{ white-space: nowrap; }}
+caption {{ text-align: left; color: #555; font-size: 0.85em; }}
+svg {{ max-width: 100%; height: auto; }}
+code {{ overflow-wrap: anywhere; }}
 td.n, text.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .ok {{ color: #2a7a2a; }} .bad {{ color: #b00020; font-weight: bold; }}
 </style></head><body>

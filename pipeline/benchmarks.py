@@ -1,4 +1,4 @@
-"""Benchmark tables (DESIGN §2.4): load them from a folder, or pull them from the Hugging Face Hub.
+"""Benchmark tables: load them from a folder, or pull them from the Hugging Face Hub.
 
 Every table is normalised to the six Utf8 columns of :data:`COLUMNS` ("" where the source has no
 value). One row per (benchmark, task, commit): GitGoodBench scenarios name several commits

@@ -1,86 +1,200 @@
-"""Command line (DESIGN §6): ``trajpipe synth|run|publish|audit|benchmarks pull|convert``."""
+"""Command line: ``trajpipe synth|run|publish|audit|benchmarks pull|convert``.
+
+Every user mistake (a wrong option, a missing file, an unreachable Hub, a damaged work dir) ends in
+one line on stderr starting with ``error:`` and exit code 2 (3: the build's books do not balance);
+never in a traceback.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 import typer
 from rich.console import Console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# typer ships its own copy of click; its usage errors are only exported from here
+from typer._click import exceptions as usage
+from typer.core import TyperGroup
+
+from pipeline.config import CODE_VERSION
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _console() -> Console:
+    # off a terminal (logs, make, CI) never fold a line in the middle of a path
+    return Console(stderr=True, soft_wrap=not sys.stderr.isatty(), highlight=False)
+
+
+err = _console()
+
+
+def _say(msg: str) -> None:
+    """One plain line on stderr (no markup: paths may hold brackets)."""
+    err.print(msg, markup=False)
+
+
+STOPPED = "stopped: interrupted (finished units are kept; run the same command again to resume)"
+
+
+class _OneLineErrors(TyperGroup):
+    """Click's usage errors, interrupts and unexpected OS errors as one line each, never a traceback."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except usage.NoArgsIsHelpError as exc:
+            sys.stderr.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
+            sys.exit(2)
+        except usage.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "trajpipe"
+            _say(f"error: {where}: {exc.format_message()} (see `{where} -h`)")
+            sys.exit(2)
+        except usage.ClickException as exc:
+            _say(f"error: {exc.format_message()}")
+            sys.exit(exc.exit_code)
+        except (KeyboardInterrupt, typer.Abort):
+            _say(STOPPED)
+            sys.exit(130)
+        except OSError as exc:
+            if os.environ.get("TRAJPIPE_DEBUG"):
+                raise
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            _say(f"error: {exc.strerror or exc}{where}")
+            sys.exit(2)
+        if rv == 130:  # typer turns KeyboardInterrupt into exit code 130
+            _say(STOPPED)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True, context_settings=CONTEXT,
+                  pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Turn raw coding-agent runs into clean mini-swe-agent training datasets.")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmark tables used for leak filtering.")
+bench_app = typer.Typer(no_args_is_help=True, context_settings=CONTEXT, rich_markup_mode=None,
+                        help="Benchmark tables used for leak filtering.")
 app.add_typer(bench_app, name="benchmarks")
-err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"trajpipe {CODE_VERSION}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Turn raw coding-agent runs into clean mini-swe-agent training datasets."""
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {msg}")
+    _say(f"error: {msg}")
     raise typer.Exit(code)
 
 
 @app.command()
 def synth(
     out: Annotated[Path, typer.Option(help="folder to write affine/, swelego/, catalog/ into")],
-    runs: Annotated[int, typer.Option(help="distinct runs per epoch")] = 300,
-    epochs: Annotated[int, typer.Option(help="corpus epochs")] = 2,
+    runs: Annotated[int, typer.Option(min=1, help="distinct runs per epoch")] = 300,
+    epochs: Annotated[int, typer.Option(min=1, help="corpus epochs")] = 2,
     seed: Annotated[int, typer.Option(help="random seed (same seed → same bytes)")] = 7,
-    benchmarks: Annotated[Path | None, typer.Option(help="real benchmark tables to plant from")] = None,
+    benchmarks: Annotated[Path | None, typer.Option(help="real benchmark tables to plant cases from "
+                                                         "[default: a synthetic table]")] = None,
 ) -> None:
-    """Write a realistic, deterministic synthetic corpus in the input contracts of DESIGN §2."""
+    """Write a realistic, deterministic synthetic corpus: an Affine corpus (manifests, view and
+    trace chunks), SWE-Lego files, a catalog, and labels.jsonl saying what must happen to each run."""
     from pipeline.sources.synth import synth as make
 
+    if benchmarks is not None and not benchmarks.is_dir():
+        _fail(f"--benchmarks: {benchmarks} is not a folder")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out: {out} is a file, not a folder")
     summary = make(out, runs=runs, epochs=epochs, seed=seed, benchmarks=benchmarks)
-    err.print(f"wrote synthetic corpus to {out}")
+    _say(f"wrote synthetic corpus to {out}")
     sys.stdout.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+
+
+def _announce_stop(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+    _say("stopping: waiting for the workers to let go (finished units are kept) …")
+    raise KeyboardInterrupt
 
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Option(help="TOML config (keys as the options)")] = None,
-    affine: Annotated[list[str] | None, typer.Option(help="Affine corpus dir or https:// base URL")] = None,
-    swelego: Annotated[list[str] | None, typer.Option(help="SWE-Lego file or folder")] = None,
-    catalog: Annotated[str | None, typer.Option(help="catalog folder (tasks.parquet, runs/)")] = None,
-    benchmarks: Annotated[str | None, typer.Option(help="folder of benchmark tables")] = None,
-    no_benchmarks: Annotated[bool, typer.Option("--no-benchmarks", help="skip benchmark checks")] = False,
-    workdir: Annotated[str | None, typer.Option(help="work dir (state, ledger, publish)")] = None,
-    executor: Annotated[str | None, typer.Option(help="local or ray")] = None,
-    workers: Annotated[int | None, typer.Option(help="worker processes")] = None,
-    ray_address: Annotated[str | None, typer.Option(help="ray.init address (ray executor)")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="forget earlier decisions, rebuild all")] = False,
+    config: Annotated[Path | None, typer.Option(help="TOML file whose keys are these options "
+                                                     "(see data/sample.toml); options given here win")] = None,
+    affine: Annotated[list[str] | None, typer.Option(help="Affine corpus folder or https:// base URL "
+                                                          "(repeat for several)")] = None,
+    affine_base_url: Annotated[list[str] | None, typer.Option(
+        help="public base URL of each --affine corpus, used in source_uids and the card "
+             "[default: where it is read from]")] = None,
+    swelego: Annotated[list[str] | None, typer.Option(help="SWE-Lego Parquet/JSONL file or folder, or "
+                                                           "hf://datasets/ORG/NAME[/PATH] (repeat for several)")] = None,
+    catalog: Annotated[str | None, typer.Option(help="catalog folder (tasks.parquet, runs/) of tasks and runs "
+                                                     "already held [default: none]")] = None,
+    benchmarks: Annotated[str | None, typer.Option(help="folder of benchmark tables "
+                                                        "(`trajpipe benchmarks pull`)")] = None,
+    no_benchmarks: Annotated[bool, typer.Option("--no-benchmarks", help="skip the benchmark checks "
+                                                                        "(the card says so)")] = False,
+    workdir: Annotated[str | None, typer.Option(help="work dir: state, ledger, publish [default: data]")] = None,
+    executor: Annotated[str | None, typer.Option(help="local or ray [default: local]")] = None,
+    workers: Annotated[int | None, typer.Option(help="worker processes [default: 2]")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="ray.init address, e.g. auto (ray executor) "
+                                                         "[default: a local Ray]")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="forget earlier decisions and rebuild "
+                                                            "(cached per-unit work is reused)")] = False,
 ) -> None:
     """Ingest new shards, convert, filter, deduplicate and write the dataset trees."""
-    from pipeline.config import Config
+    from pipeline.config import Config, ConfigError
     from pipeline.ledger import InvariantError
     from pipeline.progress import Reporter
+    from pipeline.publish.publisher import PublishRefused
     from pipeline.runner import NoBenchmarks, run_pipeline
     from pipeline.sources.affine import ManifestError
-    from pipeline.state import WorkdirLocked
+    from pipeline.sources.swelego import SourceUnavailable
+    from pipeline.state import StateDamaged, WorkdirLocked
 
     try:
-        cfg = Config.load(config, affine=affine or None, swelego=swelego or None, catalog=catalog,
-                          benchmarks=benchmarks, no_benchmarks=no_benchmarks or None, workdir=workdir,
-                          executor=executor, workers=workers, ray_address=ray_address)
-    except (ValueError, OSError) as exc:
-        _fail(f"bad config: {exc}")
+        cfg = Config.load(config, affine=affine or None, affine_base_url=affine_base_url or None,
+                          swelego=swelego or None, catalog=catalog, benchmarks=benchmarks,
+                          no_benchmarks=no_benchmarks or None, workdir=workdir, executor=executor,
+                          workers=workers, ray_address=ray_address)
+        cfg.check_inputs()
+    except ConfigError as exc:
+        _fail(str(exc))
     if not cfg.affine and not cfg.swelego:
         _fail("nothing to ingest: give --affine and/or --swelego (or a --config naming them)")
+    previous = signal.signal(signal.SIGINT, _announce_stop)
     try:
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
-    except (NoBenchmarks, WorkdirLocked, ManifestError, FileNotFoundError) as exc:
+    except (NoBenchmarks, WorkdirLocked, ManifestError, SourceUnavailable, FileNotFoundError) as exc:
         _fail(str(exc))
-    except InvariantError as exc:
+    except (InvariantError, StateDamaged, PublishRefused) as exc:
         _fail(str(exc), code=3)
+    except OSError as exc:  # disk full, permissions: the state is as the last whole run left it
+        _fail(f"{exc.strerror or exc} ({exc.filename or 'work dir'}); nothing was committed: free space or "
+              "fix the cause, then rerun the same command")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     inv = summary.stats["invariant"]
-    err.print(f"units: {summary.units_total} listed, {summary.units_new} new, "
-              f"{summary.units_processed} processed")
-    err.print(f"ingested {inv['ingested']} = published {inv['published']} + dropped {inv['dropped']} "
-              f"+ quarantined {inv['quarantined']}")
+    _say(f"units: {summary.units_total} listed, {summary.units_new} new, {summary.units_processed} processed")
+    _say(f"ingested {inv['ingested']} = published {inv['published']} + dropped {inv['dropped']} "
+         f"+ quarantined {inv['quarantined']}")
     for ds in summary.datasets:
-        err.print(f"  wrote {Path(cfg.workdir) / 'publish' / ds}")
+        _say(f"  wrote {Path(cfg.workdir) / 'publish' / ds}")
+    for line in summary.deferred:
+        _say(f"not fetched, retried by the next run: {line}")
+    _say(f"`trajpipe audit --workdir {cfg.workdir}` explains every drop")
 
 
 @app.command()
@@ -92,34 +206,60 @@ def publish(
     private: Annotated[bool, typer.Option("--private", help="create Hub repos as private")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
 ) -> None:
-    """Send the dataset trees of a finished run to a folder or the Hub."""
-    from pipeline.publish.publisher import check_publishable, publish_to_dir, publish_to_hub
+    """Send the dataset trees of a finished run to a folder (--to) or the Hub (--hub)."""
+    from pipeline.publish.publisher import PublishRefused, check_publishable
+    from pipeline.state import WorkdirLocked, workdir_lock
 
+    if to is not None and hub:
+        _fail("--to and --hub: give one of them, not both")
+    if to is None and not hub:
+        _fail("give --to DIR or --hub ORG")
     stats_path = workdir / "ledger" / "stats.json"
     if not stats_path.exists():
         _fail(f"{stats_path} not found: run `trajpipe run` first")
-    try:
-        check_publishable(orjson.loads(stats_path.read_bytes()))
-    except Exception as exc:
-        _fail(f"refusing to publish: {exc}", code=3)
-    src = workdir / "publish"
+    # the shared lock: no run can switch or rewrite the build while it is verified and sent
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(workdir_lock(workdir, shared=True))
+            check_publishable(orjson.loads(stats_path.read_bytes()))
+        except (WorkdirLocked, PublishRefused, ValueError, OSError) as exc:
+            _fail(f"refusing to publish: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", code=3)
+        _publish_locked(workdir / "publish", to, hub, dry_run, private, create_pr)
+
+
+def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, private: bool,
+                    create_pr: bool) -> None:
+    from pipeline.publish.publisher import PublishRefused, publish_to_dir, publish_to_hub
+
     if hub:
+        import httpx
         from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
+        from pipeline.hub import HubUnreachable, check_reachable
+
         try:
+            check_reachable()
             plans = publish_to_hub(src, hub, dry_run=dry_run, private=private, create_pr=create_pr)
-        except (HfHubHTTPError, OfflineModeIsEnabled, OSError) as exc:
-            _fail(f"the Hub refused or could not be reached: {str(exc).splitlines()[0]}")
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
+        except HubUnreachable as exc:
+            _fail(f"the Hub could not be reached: {exc}")
+        except (HfHubHTTPError, OfflineModeIsEnabled, httpx.HTTPError, OSError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            _fail(f"the Hub refused or could not be reached: {first}")
         for plan in plans:
-            err.print(str(plan))
+            _say(str(plan))
     else:
-        if to is None:
-            _fail("give --to DIR or --hub ORG")
+        assert to is not None
         if dry_run:
-            err.print(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
+            _say(f"would copy {sorted(p.name for p in src.iterdir())} to {to}")
             return
-        for ds in publish_to_dir(src, to):
-            err.print(f"copied {ds} → {to / ds}")
+        try:
+            copied = publish_to_dir(src, to)
+        except PublishRefused as exc:
+            _fail(f"refusing to publish: {exc}", code=3)
+        for ds in copied:
+            _say(f"copied {ds} → {to / ds}")
 
 
 @app.command()
@@ -127,27 +267,45 @@ def audit(
     workdir: Annotated[Path, typer.Option(help="work dir of a finished run")] = Path("data"),
     json_out: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     epoch: Annotated[int | None, typer.Option(help="only this corpus epoch")] = None,
-    explain: Annotated[str | None, typer.Option(help="tell one run's fate by source_uid")] = None,
-    html: Annotated[Path | None, typer.Option(help="write a self-contained HTML report")] = None,
+    explain: Annotated[str | None, typer.Option(help="tell one run's fate: its source_uid or any unique "
+                                                     "end of it (e.g. chunk-00002.jsonl.gz#L17)")] = None,
+    html: Annotated[Path | None, typer.Option(help="write a self-contained HTML report to this file")] = None,
+    counters: Annotated[bool, typer.Option("--counters", help="also print the counters (per dialect, "
+                                                              "tool, secret kind)")] = False,
 ) -> None:
-    """Explain every drop: the funnel per dataset and epoch, reasons, and the invariant."""
+    """Explain every drop: the funnel per dataset and epoch, the reasons, and the invariant."""
     from pipeline import audit as au
 
     if not (workdir / "ledger" / "stats.json").exists():
         _fail(f"no ledger in {workdir}: run `trajpipe run` first")
-    if explain:
-        fate = au.explain(workdir, explain)
-        sys.stdout.write(orjson.dumps(fate, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return
-    report = au.build_report(workdir, epoch=epoch)
+    try:
+        if explain:
+            fate = au.explain(workdir, explain)
+            if json_out:
+                sys.stdout.write(orjson.dumps(fate, option=orjson.OPT_INDENT_2).decode() + "\n")
+            else:
+                sys.stdout.write(au.explain_text(fate) + "\n")
+            if fate["fate"] in ("unknown", "ambiguous"):
+                raise typer.Exit(1)
+            return
+        known = au.known_epochs(workdir)
+        if epoch is not None and epoch not in known:
+            _fail(f"--epoch {epoch}: no such epoch in this build (epochs: "
+                  f"{', '.join(map(str, known)) or 'none'})")
+        report = au.build_report(workdir, epoch=epoch)
+    except au.DamagedLedger as exc:
+        _fail(f"damaged work dir: {exc}")
     if html:
-        au.write_html(report, html)
-        err.print(f"wrote {html}")
+        try:
+            au.write_html(report, html)
+        except OSError as exc:
+            _fail(f"--html: cannot write {html}: {exc.strerror or exc}")
+        _say(f"wrote {html}")
     if json_out:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
     elif not html:
-        # off a terminal (logs, make) rich would fold the funnel into 80 columns
-        au.render_report(report, Console() if sys.stdout.isatty() else Console(width=180))
+        console = Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
+        au.render_report(report, console, counters=counters)
 
 
 @bench_app.command("pull")
@@ -156,33 +314,51 @@ def benchmarks_pull(
 ) -> None:
     """Download SWE-bench (full, Lite, Verified, Multimodal), GitGoodBench and others from the Hub."""
     from pipeline.benchmarks import pull_benchmarks
+    from pipeline.hub import HubUnreachable, check_reachable
 
+    try:
+        check_reachable()
+    except HubUnreachable as exc:
+        _fail(f"the Hub could not be reached: {exc}")
     try:
         paths = pull_benchmarks(to)
     except (RuntimeError, OSError) as exc:  # the tables that did come down are written already
         failures = str(exc).removeprefix("could not pull: ").split("; ")
         for failure in failures:
-            err.print(f"[red]not pulled:[/] {failure.splitlines()[0][:200]}")
+            _say(f"not pulled: {failure.splitlines()[0][:200]}")
         _fail(f"{len(failures)} benchmark table(s) could not be pulled (network or Hub access); see above")
     for p in paths:
-        err.print(f"wrote {p}")
+        _say(f"wrote {p}")
 
 
 @app.command()
 def convert(
-    files: Annotated[list[Path], typer.Argument(help="trajectory files of any supported format")],
+    files: Annotated[list[Path], typer.Argument(help="trajectory files or folders (SWE-agent .traj, OpenHands "
+                                                     "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL)")],
     out: Annotated[Path, typer.Option(help="JSONL to write, one line per run")],
 ) -> None:
-    """Convert trajectory files (format detected from content) to mini-coder JSONL."""
-    from collections import Counter
+    """Convert trajectory files (format detected from content) to mini-coder JSONL.
 
-    from pipeline.convert_files import convert_files, format_summary
+    Exits 1 when an input could not be used or nothing was converted (each run's reason is in the
+    output), 2 when an input does not exist."""
+    from pipeline.convert_files import InputError, convert_files, expand_inputs, format_summary
 
-    by_format: Counter[str] = Counter()
-    n_ok, n_drop = convert_files(files, out, by_format=by_format)
-    for line in format_summary(by_format):
-        err.print(line)
-    err.print(f"{n_ok} converted, {n_drop} not converted (listed with their reason) → {out}")
+    try:
+        inputs = expand_inputs(files)
+    except InputError as exc:
+        _fail(str(exc))
+    if out.exists() and out.is_dir():
+        _fail(f"--out: {out} is a folder; give a file name")
+    result = convert_files(inputs, out)
+    # per detected format; files of no known format are the quarantine lines listed in the output
+    for line in format_summary(Counter({k: n for k, n in result.by_format.items() if not k.startswith("unknown/")})):
+        _say(line)
+    _say(f"{result.converted} converted, {result.dropped} not converted (listed with their reason) → {out}")
+    for problem in result.unusable:
+        _say(f"not usable: {problem}")
+    if result.unusable or result.converted == 0:
+        _say("error: " + ("some inputs could not be used" if result.unusable else "nothing was converted"))
+        raise typer.Exit(1)
 
 
 def main() -> None:  # pragma: no cover

@@ -6,7 +6,7 @@ import hashlib
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import orjson
 
@@ -16,6 +16,15 @@ CODE_VERSION = "0.1.0"
 CACHE_FORMAT = 2  # bump when what a unit cache holds changes (old caches are then redone)
 
 
+class ConfigError(ValueError):
+    """A bad option or config key; the message is one line naming it (``--catalog: …``)."""
+
+
+def _option(key: str, section: str = "") -> str:
+    """How the user spells a key: ``--ray-address`` for a run option, ``[dedup] bands`` in a section."""
+    return f"[{section}] {key}" if section else "--" + key.replace("_", "-")
+
+
 @dataclass(frozen=True)
 class Limits:
     max_record_bytes: int = 64 * 1024 * 1024  # one JSON line
@@ -23,21 +32,69 @@ class Limits:
     step_limit: int = 250  # mini-swe-agent's default step limit
     batch_runs: int = 64  # runs per in-memory batch inside a unit (memory stays flat per chunk)
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _need(isinstance(getattr(self, f.name), int) and getattr(self, f.name) >= 1, "limits", f.name,
+                  "must be a whole number of at least 1")
+
 
 @dataclass(frozen=True)
 class DedupParams:
-    num_perm: int = 128
-    bands: int = 16
+    num_perm: int = 128  # MinHash permutations
+    bands: int = 16  # LSH bands × rows must fit in num_perm
     rows: int = 8
-    threshold: float = 0.8
+    threshold: float = 0.8  # Jaccard at or above which two runs are near-duplicates, in (0, 1]
     seed: int = 1
-    shingle: int = 5
+    shingle: int = 5  # tokens per shingle
+
+    def __post_init__(self) -> None:
+        for name in ("num_perm", "bands", "rows", "shingle"):
+            _need(getattr(self, name) >= 1, "dedup", name, "must be at least 1")
+        _need(0 < self.threshold <= 1, "dedup", "threshold",
+              f"must be in (0, 1], not {self.threshold} (near-duplicate detection would be off)")
+        _need(self.bands * self.rows <= self.num_perm, "dedup", "bands",
+              f"bands × rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}")
+
+
+def _need(ok: bool, section: str, key: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(f"{_option(key, section)}: {problem}")
+
+
+def _typed(section: str, cls: type, data: object) -> Any:
+    """``cls(**data)`` with each key and value type checked, so a typo is one line, not a TypeError."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"[{section}]: must be a table of keys, not {data!r}")
+    hints = get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
+        want = hints[key]
+        ok = (isinstance(value, int) and not isinstance(value, bool)) if want is int else \
+            (isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok:
+            kind = "a whole number" if want is int else "a number"
+            raise ConfigError(f"[{section}] {key}: must be {kind}, not {value!r}")
+    return cls(**{k: float(v) if hints[k] is float else v for k, v in data.items()})
+
+
+URL_SCHEMES = ("http://", "https://", "file://")
+
+
+def is_url(location: str) -> bool:
+    """A location with a scheme (``https://``, ``hf://``, …) rather than a local path."""
+    head, sep, _ = location.partition("://")
+    return bool(sep) and head.isascii() and head.replace("+", "").isalnum() and len(head) > 1
 
 
 @dataclass(frozen=True)
 class Config:
     affine: tuple[str, ...] = ()  # corpus directories or https:// base URLs
-    swelego: tuple[str, ...] = ()  # files or folders of SWE-Lego Parquet/JSONL
+    # public base URL of each --affine corpus (same order), used in source_uids and the card instead
+    # of where it was read from: the same corpus mirrored anywhere gives the same uids
+    affine_base_url: tuple[str, ...] = ()
+    swelego: tuple[str, ...] = ()  # files or folders of SWE-Lego Parquet/JSONL, or hf:// / fsspec URLs
     catalog: str | None = None
     benchmarks: str | None = None
     no_benchmarks: bool = False
@@ -53,9 +110,43 @@ class Config:
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
-            raise ValueError(f"executor must be 'local' or 'ray', not {self.executor!r}")
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, not {self.workers}")
+            raise ConfigError(f"--executor: must be 'local' or 'ray', not {self.executor!r}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ConfigError(f"--workers: must be at least 1, not {self.workers!r}")
+        if self.no_benchmarks and self.benchmarks:
+            raise ConfigError(f"--no-benchmarks: cannot be combined with --benchmarks {self.benchmarks}")
+        if self.affine_base_url and len(self.affine_base_url) != len(self.affine):
+            raise ConfigError(f"--affine-base-url: give one per --affine ({len(self.affine)} corpora, "
+                              f"{len(self.affine_base_url)} base URLs)")
+        for url in self.affine_base_url:
+            if not url.startswith(URL_SCHEMES) or url.rstrip("/").endswith("://"):
+                raise ConfigError(f"--affine-base-url: {url!r} is not an http(s):// or file:// URL")
+
+    def affine_sources(self) -> list[tuple[str, str | None]]:
+        """(where to read, base URL for uids or None = the location itself) per --affine corpus."""
+        bases: tuple[str | None, ...] = self.affine_base_url or (None,) * len(self.affine)
+        return list(zip(self.affine, bases, strict=True))
+
+    def check_inputs(self) -> None:
+        """Refuse, with one line naming the option, a local input or work dir that cannot be used.
+
+        URLs are checked when read (the network may be slow); local paths are checked here, before
+        any work, so a typo never runs a build that silently skipped a step."""
+        for loc in self.affine:
+            if not is_url(loc):
+                _exists(loc, "--affine", folder=True)
+        for loc in self.swelego:
+            if not is_url(loc):
+                _exists(loc, "--swelego", folder=None)
+        if self.catalog is not None:
+            _exists(self.catalog, "--catalog", folder=True)
+            if not (Path(self.catalog) / "tasks.parquet").is_file() and not (Path(self.catalog) / "runs").is_dir():
+                raise ConfigError(f"--catalog: {self.catalog} has neither tasks.parquet nor runs/")
+        if self.benchmarks is not None and not self.no_benchmarks:
+            _exists(self.benchmarks, "--benchmarks", folder=None)
+        wd = Path(self.workdir)
+        if wd.exists() and not wd.is_dir():
+            raise ConfigError(f"--workdir: {self.workdir} is a file, not a folder")
 
     def stage_hash(self) -> str:
         """Hash of everything that changes what a stage outputs (not paths or executor)."""
@@ -82,21 +173,56 @@ class Config:
 
     @staticmethod
     def load(path: str | Path | None, **overrides: Any) -> Config:
-        """Read a TOML config (keys as the field names) and apply non-None CLI overrides."""
+        """Read a TOML config (keys as the field names) and apply non-None CLI overrides.
+
+        Every key and value is checked here: a problem raises ``ConfigError`` naming the key."""
         data: dict[str, Any] = {}
         if path is not None:
-            data = tomllib.loads(Path(path).read_text())
+            try:
+                data = tomllib.loads(Path(path).read_text())
+            except FileNotFoundError:
+                raise ConfigError(f"--config: {path} does not exist") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"--config: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"--config: {path} is not valid TOML: {exc}") from None
+        # a toggle given on the command line wins over the file's opposite
+        if overrides.get("benchmarks") is not None:
+            data.pop("no_benchmarks", None)
+        if overrides.get("no_benchmarks"):
+            data.pop("benchmarks", None)
         data.update({k: v for k, v in overrides.items() if v is not None})
-        if "limits" in data and isinstance(data["limits"], dict):
-            data["limits"] = Limits(**data["limits"])
-        if "dedup" in data and isinstance(data["dedup"], dict):
-            data["dedup"] = DedupParams(**data["dedup"])
-        for key in ("affine", "swelego"):
-            if key in data:
-                v = data[key]
-                data[key] = (v,) if isinstance(v, str) else tuple(v)
-        known = {f.name for f in fields(Config)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown config keys: {sorted(unknown)}")
+        known = {f.name for f in fields(Config)} - {"references"}
+        for key in data:
+            if key not in known:
+                raise ConfigError(f"config key {key!r}: unknown (known: {', '.join(sorted(known))})")
+        if "limits" in data:
+            data["limits"] = _typed("limits", Limits, data["limits"])
+        if "dedup" in data:
+            data["dedup"] = _typed("dedup", DedupParams, data["dedup"])
+        hints = get_type_hints(Config)
+        for f in fields(Config):
+            if f.name not in data or f.name in ("limits", "dedup"):
+                continue
+            v = data[f.name]
+            if hints[f.name] == tuple[str, ...]:
+                v = (v,) if isinstance(v, str) else v
+                if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+                    raise ConfigError(f"{_option(f.name)}: must be a path or a list of paths, not {v!r}")
+                data[f.name] = tuple(v)
+            elif hints[f.name] is bool and not isinstance(v, bool):
+                raise ConfigError(f"{_option(f.name)}: must be true or false, not {v!r}")
+            elif hints[f.name] is int and (isinstance(v, bool) or not isinstance(v, int)):
+                raise ConfigError(f"{_option(f.name)}: must be a whole number, not {v!r}")
+            elif hints[f.name] in (str, str | None) and not isinstance(v, str):
+                raise ConfigError(f"{_option(f.name)}: must be a string, not {v!r}")
         return Config(**data)
+
+
+def _exists(location: str, option: str, *, folder: bool | None) -> None:
+    """``location`` exists (and is a folder when ``folder``), else one line naming ``option``."""
+    p = Path(location)
+    if not p.exists():
+        raise ConfigError(f"{option}: {location} does not exist")
+    if folder and not p.is_dir():
+        raise ConfigError(f"{option}: {location} is a file, not a folder")

@@ -12,7 +12,7 @@ from pipeline.config import Config
 @dataclass
 class Context:
     config: Config
-    # DESIGN §2.4 benchmark tables, concatenated: benchmark, instance_id, repo, base_commit,
+    # the benchmark tables, concatenated: benchmark, instance_id, repo, base_commit,
     # problem_statement, patch. None when the user passed --no-benchmarks.
     benchmarks: pl.DataFrame | None
     # catalog tasks: task_id, id_kind, repo, commit, upstream_id. None when no catalog.

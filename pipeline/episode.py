@@ -1,4 +1,4 @@
-"""The one intermediate model (DESIGN §3): raw runs in, Episodes through, rows out.
+"""The one intermediate model: raw runs in, Episodes through, rows out.
 
 Sources yield :class:`RawRun` (or :class:`Quarantined` for unreadable input); parsers turn a
 RawRun into an :class:`Episode`; converters turn every ``ToolCall`` into a :class:`Bash`; the

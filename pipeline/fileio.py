@@ -13,6 +13,16 @@ from typing import Any
 import orjson
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates 0600 files whatever the umask; written files get the usual mode (0644 under umask 022)
+FILE_MODE = 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temp path beside ``path``; on a clean exit it is fsynced and renamed onto ``path``,
@@ -25,6 +35,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -25,7 +25,7 @@ from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit, shard_quarantine
 from pipeline.stages.base import Stage, drops_frame
 from pipeline.state import State
-from schemas.run import WORK, empty
+from schemas.run import DROPS, WORK, empty
 
 QUARANTINE = "quarantine"
 # columns only the per-unit stages read; the unit cache and the held-run store keep the rest
@@ -147,9 +147,21 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         return {**state.read_unit_meta(unit.state_key, chash), "seconds": {}}
     _, stages = worker_setup(config)
     writer = state.unit_writer(unit.state_key, chash)
-    seen: list[RawRun] = []  # payload-free copies, for a shard that fails verification
+    # Memory stays flat whatever a chunk holds: quarantine entries, drops and the uids of the runs
+    # seen (for a shard that fails verification) are packed into frames as they accumulate.
+    seen_uids: list[str] = []
+    seen_packed: list[pl.Series] = []
     quarantined: list[Quarantined] = []
-    drop_frames: list[pl.DataFrame] = []
+
+    def pack() -> None:
+        if quarantined:
+            writer.write_drops("q", drops_frame([_quarantine(q) for q in quarantined]))
+            quarantined.clear()
+        if seen_uids:
+            seen_packed.append(pl.Series("source_uid", seen_uids, dtype=pl.Utf8))
+            seen_uids.clear()
+        if len(seen_packed) > 64:
+            seen_packed[:] = [pl.concat(seen_packed)]
     ingested: Counter[str] = Counter()
     counters: Counter[str] = Counter()
     n_kept = 0
@@ -163,17 +175,18 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
         counters.update(batch_counters)
         t0 = time.perf_counter()
         batch = pl.DataFrame(rows, schema=empty(WORK).schema) if rows else empty(WORK)
-        first = len(drop_frames)
-        drop_frames.append(drops_frame(drop_rows))
+        batch_drops = [drops_frame(drop_rows)]
+        writer.write_drops("d", batch_drops[0])
         seconds["rows"] += time.perf_counter() - t0
         for stage in stages:
             t0 = time.perf_counter()
             out = stage(batch)
             seconds[stage.name] += time.perf_counter() - t0
             batch = out.kept
-            drop_frames.append(out.dropped)
+            writer.write_drops("d", out.dropped)
+            batch_drops.append(out.dropped)
             counters.update(out.counters)
-        counters.update(format_counters(pending, drop_frames[first:]))
+        counters.update(format_counters(pending, batch_drops))
         t0 = time.perf_counter()
         batch = add_dedup_keys(batch, config.dedup)
         seconds["dedup_keys"] += time.perf_counter() - t0
@@ -191,32 +204,49 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
             ingested[f"{dataset_of(item)}|{epoch_key(item.epoch)}"] += 1
             counters[f"ingest/{item.kind}"] += 1
             raw_bytes += item.raw_bytes
-            seen.append(RawRun(item.source_uid, item.origin, item.kind, item.epoch, {}, 0))
+            seen_uids.append(item.source_uid)
             pending.append(item)
             if len(pending) >= config.limits.batch_runs:
                 flush()
+                if len(seen_uids) >= 4096:
+                    pack()
         elif isinstance(item, Quarantined):
             quarantined.append(item)
             ingested[f"|{epoch_key(item.epoch)}"] += 1
+            if len(quarantined) >= 4096:
+                pack()
         else:
             verdict = item
     if pending and verdict.ok:
         flush()
     pending.clear()
+    if verdict.retry:  # not fetched: nothing is decided or cached; the next run fetches it again
+        writer.discard()
+        writer.discard_drops("q")
+        return {"unit": unit.state_key, "key": unit.key, "url": unit.url, "deferred": verdict.detail,
+                "seconds": dict(seconds)}
+    pack()
     if not verdict.ok:
         # a shard that fails verification: nothing in it is trusted, its runs are quarantined
         writer.discard()
-        whole = shard_quarantine(unit, seen, verdict.reason, verdict.detail)
-        quarantined.extend(whole)
-        drop_frames, n_kept, raw_bytes = [], 0, 0
+        uids = pl.concat(seen_packed) if seen_packed else pl.Series("source_uid", [], dtype=pl.Utf8)
+        seen_packed.clear()
+        if uids.len():
+            whole = pl.DataFrame({"source_uid": uids}).select(
+                "source_uid", pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"), pl.lit("").alias("dataset"),
+                pl.lit(QUARANTINE).alias("stage"), pl.lit(verdict.reason).alias("reason"),
+                pl.lit(f"{unit.key}: {verdict.detail}"[:2000]).alias("detail")).cast(empty(DROPS).schema)
+        else:
+            whole = drops_frame([_quarantine(q) for q in shard_quarantine(unit, [], verdict.reason, verdict.detail)])
+        writer.write_drops("q", whole)
+        n_kept, raw_bytes = 0, 0
         counters = Counter({k: v for k, v in counters.items() if k.startswith("ingest/")})
-        ingested = Counter(k for k in ingested.elements() if k.startswith("|"))  # line-level entries stay
-        for q in whole:
-            ingested[f"|{epoch_key(q.epoch)}"] += 1
-    drops = pl.concat([drops_frame([_quarantine(q) for q in quarantined]), *drop_frames], how="vertical")
+        ingested = Counter({k: n for k, n in ingested.items() if k.startswith("|")})  # line-level entries stay
+        ingested[f"|{epoch_key(unit.epoch)}"] += whole.height
+    n_drops = sum(writer.drop_counts.values())
     n_in = sum(ingested.values())
-    if n_kept + drops.height != n_in:
-        raise AssertionError(f"{unit.key}: {n_in} ingested but {n_kept} kept + {drops.height} dropped")
+    if n_kept + n_drops != n_in:
+        raise AssertionError(f"{unit.key}: {n_in} ingested but {n_kept} kept + {n_drops} dropped")
     meta = {
         "unit": unit.state_key, "source": unit.source, "key": unit.key, "url": unit.url,
         "epoch": unit.epoch, "verdict": verdict.reason or "ok",
@@ -225,7 +255,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> dict[str, Any]:
     }
     crashpoint("unit_done")
     t0 = time.perf_counter()
-    writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), drops, meta)
+    writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), empty(DROPS), meta)
     seconds["write"] += time.perf_counter() - t0
     seconds["read"] = max(0.0, time.perf_counter() - started - sum(seconds.values()))
     return {**meta, "seconds": dict(seconds)}

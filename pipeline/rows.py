@@ -94,7 +94,7 @@ def work_row(raw: RawRun, ep: Episode, conv: Converted) -> dict[str, Any]:
         "dialect": meta.dialect,
         "dataset": dataset_of(raw),
         "base_commit": commit,
-        "problem_statement": task.problem_statement,
+        "problem_statement": conv.problem_statement or task.problem_statement,
         "commands": conv.commands,
         "outputs": conv.outputs,
         "returncodes": conv.returncodes,

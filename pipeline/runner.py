@@ -8,6 +8,7 @@ run's decisions are committed atomically, and the publish tree is re-rendered fr
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ class RunSummary:
     units_processed: int = 0  # not served from the cache
     stats: dict[str, Any] = field(default_factory=dict)
     datasets: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)  # units not fetched this run (retried next run)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -50,8 +52,8 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
     refused = []
-    for loc in config.affine:
-        u, r = affine.list_units(loc)
+    for loc, base_url in config.affine_sources():
+        u, r = affine.list_units(loc, base_url=base_url)
         units += u
         refused += r
     for loc in config.swelego:
@@ -156,20 +158,24 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
-                metas = executor.map(process_unit, todo, config, str(workdir), on_done=lambda i, r: advance())
+                metas = executor.map(process_unit, todo, config, str(workdir),
+                                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())))
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
+            deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
+            if deferred:  # could not be fetched: left undecided, retried by the next run
+                summary.deferred = sorted(f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred"))
+                new = [u for u in new if u.state_key not in deferred]
         summary.seconds["units"] = time.perf_counter() - t0
         crashpoint("after_units")
 
         t0 = time.perf_counter()
-        if new or refused.height:
-            _decide(state, config, new, refused, chash, rep)
+        pending = _decide(state, config, new, refused, chash, rep) if new or refused.height else None
         summary.seconds["dedup"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        summary.stats, summary.datasets = _materialise(state, config, workdir, rep)
+        summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
         summary.seconds["publish"] = time.perf_counter() - t0
     return summary
 
@@ -177,16 +183,28 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
 KEY_COLUMNS = ["source_uid", "epoch", "dataset", "resolved", "exact_hash", "minhash"]
 
 
+@dataclass
+class PendingCommit:
+    """A run's decisions written to the store but not yet recorded: they count only once the
+    build they make has been written and verified (then the record is written, then the switch)."""
+
+    seq: int
+    units: list[str]
+    files: dict[str, str]
+    meta: dict[str, Any]
+
+
 def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
-            rep: Reporter) -> None:
+            rep: Reporter) -> PendingCommit:
     """The global step: trajectory dedup of the new runs against everything held; one commit.
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
+    from pipeline.stages.scrub import scrub_ledger
     from pipeline.stages.traj_dedup import traj_dedup
 
     metas = [state.read_unit_meta(u.state_key, chash) for u in new]
-    kept_paths = [state.cache_dir(u.state_key, chash) / "kept.parquet" for u in new]
+    kept_paths = [state.unit_file(u.state_key, chash, "kept.parquet") for u in new]
     ingested: Counter[str] = Counter()
     counters: Counter[str] = Counter()
     for m in metas:
@@ -194,10 +212,17 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
         counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
         ingested[f"|{epoch_key(ep)}"] += 1
-    drops = [pl.read_parquet(state.cache_dir(u.state_key, chash) / "drops.parquet") for u in new]
+    drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
     drops.append(refused)
-    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS) for p in kept_paths], how="vertical")
-            if kept_paths else None)
+    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
+                       for i, p in enumerate(kept_paths)], how="vertical") if kept_paths else None)
+    excluded: dict[int, list[str]] = {}
+    if keys is not None and keys.height:
+        keys, taken = _taken_uids(state, keys)
+        drops.append(taken.drop("__part"))
+        for i, uids in taken.group_by("__part").agg("source_uid").iter_rows():
+            excluded[i] = uids
+        keys = keys.drop("__part")
     admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
@@ -206,35 +231,63 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
             drops.append(res.dropped)
             counters.update(res.counters)
         advance()
-    ledger = pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")
+    ledger = sorted_drops(scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")))
+    drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
     def admitted_rows() -> Iterator[pl.DataFrame]:
-        for p in kept_paths:
+        for i, p in enumerate(kept_paths):
             part = pl.read_parquet(p)
             if admitted is not None and part.height:
-                yield part.filter(pl.col("source_uid").is_in(admitted)).sort("source_uid")
+                yield part.filter(pl.col("source_uid").is_in(admitted)
+                                  & ~pl.col("source_uid").is_in(excluded.get(i, []))).sort("source_uid")
 
-    state.commit(state.next_seq(), [u.state_key for u in new], admitted_rows(), sorted_drops(ledger),
-                 {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
-                  "signature_scheme": signature_scheme(config),
-                  "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
+    seq = state.next_seq()
+    files = state.write_parts(seq, admitted_rows(), ledger)
+    return PendingCommit(seq, [u.state_key for u in new], files,
+                         {"ingested": dict(sorted(ingested.items())), "counters": dict(sorted(counters.items())),
+                          "signature_scheme": signature_scheme(config),
+                          "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
 
 
-def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> tuple[dict[str, Any], list[str]]:
-    """Ledger, stats and publish tree, rendered from the committed state alone."""
-    from pipeline.publish.publisher import publish_tree
+def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split new runs whose ``source_uid`` is already taken (published by an earlier run, or carried
+    by an earlier input of this run: a shard re-published under its key with new content, two
+    inputs with one name) from the rest. They are dropped as ``traj_dedup/duplicate_uid``, so a uid names
+    exactly one published run."""
+    held = state.published(columns=["source_uid"])
+    earlier = pl.col("source_uid").is_in(held.get_column("source_uid") if held is not None else [])
+    repeat = pl.int_range(pl.len()).over("source_uid") > 0
+    marked = keys.with_columns(earlier.alias("__earlier"), repeat.alias("__repeat"))
+    bad = pl.col("__earlier") | pl.col("__repeat")
+    taken = marked.filter(bad).select(
+        "source_uid", "epoch", "dataset", pl.lit("traj_dedup").alias("stage"), pl.lit("duplicate_uid").alias("reason"),
+        pl.when(pl.col("__earlier")).then(pl.lit("source_uid already published by an earlier run"))
+        .otherwise(pl.lit("source_uid carried by another input of this run")).alias("detail"), "__part")
+    return marked.filter(~bad).drop("__earlier", "__repeat"), taken
 
-    commits = state.commits()
+
+def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
+                 pending: PendingCommit | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Ledger, stats and publish tree, rendered from the committed state plus ``pending``.
+
+    The new build is written beside the published one, verified and sealed with its manifest;
+    only then is ``pending`` recorded, and ``<workdir>/publish`` switched to it with one rename.
+    A run that fails before the record leaves the state as it was; one killed after it
+    re-renders the same build next time."""
+    from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
+
+    files = pending.files if pending else None
+    commits = state.commits() + ([pending.meta] if pending else [])
     ingested: Counter[str] = Counter()
     counters: Counter[str] = Counter()
     for c in commits:
         ingested.update(c.get("ingested", {}))
         counters.update(c.get("counters", {}))
     # stats need three narrow columns; the trees are written from a lazy scan, one dataset at a time
-    published = state.published(columns=["source_uid", "dataset", "epoch"])
+    published = state.published(columns=["source_uid", "dataset", "epoch"], pending=files)
     if published is None:
         published = empty(WORK).select("source_uid", "dataset", "epoch")
-    drops = sorted_drops(state.ledger())
+    drops = sorted_drops(state.ledger(pending=files))
     tables: list[str] = []
     if not config.no_benchmarks and config.benchmarks:
         from pipeline.process import worker_setup
@@ -252,15 +305,25 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter) -> 
         write_stats(ledger_dir, stats)  # for `audit`: the books that did not balance
     check_invariant(stats)  # before anything is published
     crashpoint("before_publish")
-    with rep.stage("publish", total=1) as advance:
-        datasets = publish_tree(state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"]), drops, stats,
-                                workdir / "publish", benchmarks_checked=not config.no_benchmarks)
-        advance()
-    stats["validation"] = verify_trees(workdir / "publish", datasets, stats)
+    stage, current_intact = stage_build(workdir)
+    try:
+        with rep.stage("publish", total=1) as advance:
+            datasets = publish_tree(state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"], pending=files),
+                                    drops, stats, stage, benchmarks_checked=not config.no_benchmarks)
+            advance()
+        stats["validation"] = verify_trees(stage, datasets, stats)
+        if not stats["validation"]["ok"]:
+            write_stats(ledger_dir, stats)
+            raise InvariantError(f"published trees failed verification: {stats['validation']['problems']}")
+        manifest = write_manifest(stage, stats)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if pending is not None:
+        state.write_record(pending.seq, pending.units, pending.files, pending.meta)
+    switch_build(workdir, stage, manifest, current_intact=current_intact)
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
-    if not stats["validation"]["ok"]:
-        raise InvariantError(f"published trees failed verification: {stats['validation']['problems']}")
     return stats, datasets
 
 

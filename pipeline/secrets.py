@@ -14,6 +14,8 @@ replaced by ``<REDACTED:kind>`` can never match again (``<`` starts no value).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 SECRET_KINDS: tuple[str, ...] = (
     "github_token", "gitlab_token", "aws_access_key", "aws_secret_key", "gcp_api_key", "azure_key",
     "hf_token", "openai_key", "anthropic_key", "slack_token", "stripe_key", "private_key", "jwt",
-    "url_password", "env_secret",
+    "url_password", "auth_header", "env_secret", "encoded_secret",
 )
 
 PLACEHOLDER = "<REDACTED:{kind}>"
@@ -79,6 +81,32 @@ class SecretPattern:
 _B = r"(?:^|[^A-Za-z0-9_\-])"
 _SECRET_NAMES = r"(?:API_?KEY|SECRET_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_?KEY|PRIVATE_?KEY|AUTH_?KEY)"  # left boundary without lookbehind (kept outside the redacted group)
 
+_ENCODED_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-ant-", "sk-proj-",
+                     "xoxb-", "xoxp-", "xapp-", "AKIA", "hf_", "AIza", "sk_live_", "-----BEGIN", "://")
+
+
+def _base64_forms(prefix: str) -> list[str]:
+    """The base64 text every encoding of ``prefix`` contains, at each of the three byte alignments."""
+    forms = []
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + prefix.encode()).decode().rstrip("=")
+        lead = (pad * 8 + 5) // 6  # characters touched by the padding bytes
+        end = ((pad + len(prefix)) * 8) // 6  # characters fully determined by the prefix
+        if end - lead >= 3:
+            forms.append(enc[lead:end])
+    return forms
+
+
+def _encodes_secret(value: str) -> bool:
+    """Whether a base64 run decodes to text that holds a secret (one level deep)."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    text = raw.decode("utf-8", "replace")
+    return bool(find_secrets(text, _nested=True))
+
+
 PATTERNS: tuple[SecretPattern, ...] = (
     # PEM blocks first: complete blocks, then a header whose END was cut off (truncated output).
     SecretPattern(
@@ -92,7 +120,19 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
         r"PRIVATE KEY",
     ),
-    SecretPattern("anthropic_key", _B + r"(?P<s>sk-ant-(?:api|admin|sid)[0-9]{2}-[A-Za-z0-9_\-]{32,})", r"\bsk-ant-"),
+    # PuTTY keys: the whole file (header to MAC), or its private lines when the end was cut off.
+    SecretPattern(
+        "private_key",
+        r"(?P<s>PuTTY-User-Key-File-[0-9]:(?s:.*?)Private-(?:MAC|Hash):\s*[0-9A-Fa-f]+)",
+        r"PuTTY-User-Key-File",
+    ),
+    SecretPattern(
+        "private_key",
+        r"(?P<s>Private-Lines:\s*[0-9]+(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
+        r"Private-Lines:",
+    ),
+    SecretPattern("anthropic_key", _B + r"(?P<s>sk-ant-(?:api|admin|sid|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{32,})",
+                  r"\bsk-ant-"),
     SecretPattern(
         "openai_key",
         _B + r"(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"
@@ -111,9 +151,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
     ),
     SecretPattern(
         "aws_secret_key",
-        r"(?i:aws_?secret(?:_?access)?_?key|aws_?secret)[\"']?\s*[:=]\s*[\"']?(?P<s>[A-Za-z0-9/+]{40})"
-        r"(?:[^A-Za-z0-9/+]|$)",
-        r"(?i:aws_?secret)",
+        r"(?i:aws_?secret(?:_?access)?_?key|aws_?secret|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)",
+        r"(?i:aws_?secret|secret_?access_?key)",
         _not_hex_only,
     ),
     SecretPattern("gcp_api_key", r"(?P<s>AIza[0-9A-Za-z_\-]{35})", r"AIza"),
@@ -127,8 +167,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("hf_token", _B + r"(?P<s>hf_[A-Za-z0-9]{34,40})(?:[^A-Za-z0-9_]|$)", r"\bhf_", _mixed),
     SecretPattern(
         "slack_token",
-        r"(?P<s>xox[abposr]-[A-Za-z0-9\-]{10,}|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
-        r"xox[abposr]-|hooks\.slack\.com",
+        r"(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}"
+        r"|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+        r"xox[abposre]-|xapp-|hooks\.slack\.com",
     ),
     SecretPattern("stripe_key", r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})", r"[sr]k_(?:live|test)_"),
     SecretPattern(
@@ -136,10 +177,19 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})",
         r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ",
     ),
-    # scheme://user:password@host — the password must not start like a reference (${X}, $X, <...>).
+    # HTTP credentials in a header (curl -H, requests headers=, a logged request): Basic, Bearer, token.
+    SecretPattern(
+        "auth_header",
+        r"(?i:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bearer|token|digest)\s+"
+        r"(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
+        r"(?i:authorization)",
+        lambda v: _real_value(v),
+    ),
+    # scheme://user:password@host — the password must not start like a reference (${X}, $X, <...>);
+    # a percent-encoded one (%40...) is a password (``%VAR%`` is left to the placeholder check).
     SecretPattern(
         "url_password",
-        r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>]+:(?P<s>[^\s@/\"'<>$%{][^\s@/\"'<>]*)@[A-Za-z0-9.\-\[]",
+        r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>]+:(?P<s>[^\s@/\"'<>${][^\s@/\"'<>]*)@[A-Za-z0-9.\-\[]",
         r"://[^\s:/@\"'<>]+:[^\s@/\"'<>]+@",
         lambda v: not _PLACEHOLDER_WORDS.match(v),
     ),
@@ -147,11 +197,23 @@ PATTERNS: tuple[SecretPattern, ...] = (
     # Python source such as ``SECRET_KEY = "..."`` in a repository's settings out of it).
     SecretPattern(
         "env_secret",
-        r"(?:^|[\s;&|(\"'])(?:export\s+)?(?:[A-Z0-9]+_)*" + _SECRET_NAMES + r"=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
-        _SECRET_NAMES + "=",
+        r"(?:^|[\s;&|(\"'])(?:export\s+)?(?i:[A-Z0-9_]*" + _SECRET_NAMES + r")=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
+        "(?i:" + _SECRET_NAMES + ")=",
         _real_value,
     ),
+    # a token hidden in base64 (``echo Z2hwX… | base64 -d``, a Basic header built by hand): the run is
+    # decoded and redacted whole when what it encodes holds a secret of another kind
+    SecretPattern(
+        "encoded_secret",
+        r"(?:^|[^A-Za-z0-9+/])(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+        "",  # filled in below: the base64 forms of the vendor prefixes
+        lambda v: _encodes_secret(v),
+    ),
 )
+
+PATTERNS = tuple(
+    SecretPattern(p.kind, p.regex, "|".join(re.escape(f) for pre in _ENCODED_PREFIXES for f in _base64_forms(pre)),
+                  p.validate) if p.kind == "encoded_secret" else p for p in PATTERNS)
 
 # One Rust regex that every secret-bearing string matches: the polars pre-filter.
 TRIGGER: str = "|".join(f"(?:{p.trigger})" for p in PATTERNS)
@@ -161,13 +223,13 @@ _COMPILED: tuple[tuple[SecretPattern, re.Pattern[str], re.Pattern[str]], ...] = 
 )
 
 
-def find_secrets(text: str) -> list[tuple[str, str]]:
+def find_secrets(text: str, *, _nested: bool = False) -> list[tuple[str, str]]:
     """Every (kind, secret value) in ``text``, in pattern order; values validated, deduplicated."""
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
     work = text
     for pat, rx, trig in _COMPILED:
-        if not trig.search(work):
+        if (_nested and pat.kind == "encoded_secret") or not trig.search(work):
             continue
         new: list[tuple[str, str]] = []
         for m in rx.finditer(work):

@@ -14,8 +14,10 @@ either a whole commit or none; the next run redoes the missing work from the cac
 from __future__ import annotations
 
 import contextlib
-import errno
+import fcntl
+import hashlib
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -27,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json
+from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -61,53 +63,115 @@ class WorkdirLocked(RuntimeError):
     pass
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno == errno.EPERM
-    return True
+class StateDamaged(RuntimeError):
+    """A state file is missing, truncated or altered: the message names it and the recovery."""
+
+
+REBUILD_HINT = "run `trajpipe run --rebuild` with the same inputs to rebuild the state from the sources"
 
 
 @contextlib.contextmanager
-def workdir_lock(workdir: Path) -> Iterator[None]:
-    """One run per work dir. A lock left by a dead process is taken over."""
+def workdir_lock(workdir: Path, *, shared: bool = False) -> Iterator[None]:
+    """One run per work dir (exclusive), or a reader that no run may change underneath (shared).
+
+    ``fcntl.flock`` on an open file: the kernel releases it when the holder exits, however it
+    dies, so there is no stale lock to take over and no window between creating and claiming it.
+    The file itself is never removed (removing it would let two processes lock two inodes)."""
     workdir.mkdir(parents=True, exist_ok=True)
     lock = workdir / ".lock"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                pid = int(lock.read_text().strip() or "0")
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _pid_alive(pid) and pid != os.getpid():
-                raise WorkdirLocked(
-                    f"work dir {workdir} is in use by process {pid} (lock file {lock}); "
-                    "wait for it to finish or stop it") from None
-            lock.unlink(missing_ok=True)  # stale: its process is gone
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        break
-    else:  # pragma: no cover - lost a race twice
-        raise WorkdirLocked(f"could not take the lock {lock}")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+            what = "a run" if shared else "another run or a publish"
+            raise WorkdirLocked(
+                f"work dir {workdir} is in use by {what} (process {holder}, lock file {lock}); "
+                "wait for it to finish or stop it") from None
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
-        lock.unlink(missing_ok=True)
+        os.close(fd)  # releases the lock
+
+
+def seal_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with a ``check`` field: the sha256 of its canonical JSON without that field."""
+    body = {k: v for k, v in record.items() if k != "check"}
+    return {**body, "check": hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()}
+
+
+def read_sealed(path: Path) -> dict[str, Any]:
+    """A JSON record written with :func:`seal_record`; raises :class:`StateDamaged` unless it is whole."""
+    try:
+        record = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise StateDamaged(f"state file {path} is missing; {REBUILD_HINT}") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
+    if not isinstance(record, dict) or seal_record(record).get("check") != record.get("check"):
+        raise StateDamaged(f"state file {path} is damaged (its checksum does not match); {REBUILD_HINT}")
+    return record
+
+
+STATE_FORMAT = 2  # commit records and unit metas carry sha256s of the files they name
+COMMIT_NAME = re.compile(r"^(\d{6})\.json$")
 
 
 class UnitWriter:
     """Streams one unit's kept rows into its cache, batch by batch; ``finish`` writes the drops
-    and then the meta (the completion marker). Until then nothing counts as cached."""
+    and then the meta (the completion marker, holding both files' sha256). Until then nothing
+    counts as cached."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         directory.mkdir(parents=True, exist_ok=True)
+        for stale in [*directory.glob(".kept.parquet.*.tmp"), *directory.glob(".drops-*.tmp")]:  # left by a
+            # killed worker (the run holds the lock)
+            stale.unlink(missing_ok=True)
         self._tmp = directory / f".kept.parquet.{os.getpid()}.tmp"
         self._writer: pq.ParquetWriter | None = None
+        # drops stream to disk as they come (a chunk of a million bad lines holds none of them):
+        # "q" line-level quarantine entries (always kept), "d" stage drops (discarded with the rows)
+        self._drops: dict[str, tuple[Path, pq.ParquetWriter]] = {}
+        self.drop_counts: dict[str, int] = {"q": 0, "d": 0}
+
+    def write_drops(self, kind: str, frame: pl.DataFrame) -> None:
+        if not frame.height:
+            return
+        table = frame.to_arrow()
+        if kind not in self._drops:
+            path = self.dir / f".drops-{kind}.parquet.{os.getpid()}.tmp"
+            self._drops[kind] = (path, pq.ParquetWriter(path, table.schema, compression="zstd"))
+        _, writer = self._drops[kind]
+        writer.write_table(table.cast(writer.schema))
+        self.drop_counts[kind] += frame.height
+
+    def discard_drops(self, kind: str) -> None:
+        if kind in self._drops:
+            path, writer = self._drops.pop(kind)
+            writer.close()
+            path.unlink(missing_ok=True)
+        self.drop_counts[kind] = 0
+
+    def _finish_drops(self, empty_drops: pl.DataFrame) -> None:
+        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time."""
+        for _, writer in self._drops.values():
+            writer.close()
+        schema = empty_drops.to_arrow().schema
+        with atomic_path(self.dir / "drops.parquet") as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+            for kind in ("q", "d"):
+                if kind in self._drops:
+                    src = pq.ParquetFile(self._drops[kind][0])
+                    for g in range(src.num_row_groups):
+                        out.write_table(src.read_row_group(g).cast(schema))
+            if not any(k in self._drops for k in ("q", "d")):
+                out.write_table(schema.empty_table())
+        for path, _ in self._drops.values():
+            path.unlink(missing_ok=True)
+        self._drops.clear()
 
     def write(self, frame: pl.DataFrame) -> None:
         table = frame.to_arrow()
@@ -116,90 +180,186 @@ class UnitWriter:
         self._writer.write_table(table.cast(self._writer.schema))
 
     def discard(self) -> None:
-        """Forget the rows written so far (a shard that failed verification)."""
+        """Forget the rows and stage drops written so far (a shard that failed verification)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
         self._tmp.unlink(missing_ok=True)
+        self.discard_drops("d")
 
-    def finish(self, empty_kept: pl.DataFrame, drops: pl.DataFrame, meta: dict[str, Any]) -> None:
-        if self._writer is None:
-            self.write(empty_kept)
-        assert self._writer is not None
-        self._writer.close()
-        os.replace(self._tmp, self.dir / "kept.parquet")
-        crashpoint("unit_write")
-        atomic_write_parquet(self.dir / "drops.parquet", drops)
-        atomic_write_json(self.dir / "meta.json", meta)  # completion marker: last
+    def finish(self, empty_kept: pl.DataFrame, empty_drops: pl.DataFrame, meta: dict[str, Any]) -> None:
+        try:
+            if self._writer is None:
+                self.write(empty_kept)
+            assert self._writer is not None
+            self._writer.close()
+            os.replace(self._tmp, self.dir / "kept.parquet")
+            crashpoint("unit_write")
+            self._finish_drops(empty_drops)
+            files = {n: file_sha256(self.dir / n) for n in ("kept.parquet", "drops.parquet")}
+            atomic_write_json(self.dir / "meta.json", seal_record({**meta, "files": files,
+                                                               "state_format": STATE_FORMAT}))  # last
+        except BaseException:
+            self._tmp.unlink(missing_ok=True)
+            for path, _ in self._drops.values():
+                path.unlink(missing_ok=True)
+            raise
 
 
 class State:
-    """Typed access to ``<workdir>/state``. No global state: everything hangs off the path."""
+    """Typed access to ``<workdir>/state``. No global state: everything hangs off the path.
+
+    Every file a commit or a unit meta names is recorded with its sha256 and verified before it
+    is read (once per process and file version), so a damaged file is an error naming it, never
+    a silently different build."""
 
     def __init__(self, workdir: Path) -> None:
         self.root = Path(workdir) / "state"
         for sub in ("cache", "commits", "published", "ledger"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._verified: dict[Path, tuple[int, int, str]] = {}
+
+    # -- verification ---------------------------------------------------------------------
+    def _verify(self, path: Path, sha: str) -> bool:
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        if self._verified.get(path) == (st.st_size, st.st_mtime_ns, sha):
+            return True
+        try:
+            ok = file_sha256(path) == sha
+        except OSError:
+            return False
+        if ok:
+            self._verified[path] = (st.st_size, st.st_mtime_ns, sha)
+        return ok
+
+    def _verify_named(self, owner: Path, base: Path, files: dict[str, str]) -> None:
+        for rel, sha in files.items():
+            path = base / rel
+            if not path.exists():
+                raise StateDamaged(f"state file {path} (named by {owner}) is missing; {REBUILD_HINT}")
+            if not self._verify(path, sha):
+                raise StateDamaged(f"state file {path} (named by {owner}) is damaged: its sha256 differs "
+                                   f"from the one recorded; {REBUILD_HINT}")
 
     # -- per-unit cache -------------------------------------------------------------------
     def cache_dir(self, unit_key: str, config_hash: str) -> Path:
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", unit_key) or unit_key.startswith("."):
+            raise ValueError(f"unsafe unit key {unit_key!r}")  # built from verified fields only
         return self.root / "cache" / f"{unit_key}-{config_hash}"
 
     def cached(self, unit_key: str, config_hash: str) -> bool:
-        return (self.cache_dir(unit_key, config_hash) / "meta.json").exists()
+        """Whether the unit's cache is whole: its meta is intact and names files with their sha256.
+        A damaged cache is simply not a cache (the unit is redone)."""
+        d = self.cache_dir(unit_key, config_hash)
+        if not (d / "meta.json").exists():
+            return False
+        try:
+            meta = read_sealed(d / "meta.json")
+        except StateDamaged:
+            return False
+        files = meta.get("files")
+        return (meta.get("state_format") == STATE_FORMAT and isinstance(files, dict)
+                and all(self._verify(d / n, sha) for n, sha in files.items()))
 
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
 
+    def read_unit_meta(self, unit_key: str, config_hash: str) -> dict[str, Any]:
+        path = self.cache_dir(unit_key, config_hash) / "meta.json"
+        meta = read_sealed(path)
+        self._verify_named(path, path.parent, meta.get("files") or {})
+        return {k: v for k, v in meta.items() if k not in ("check", "files", "state_format")}
+
+    def unit_file(self, unit_key: str, config_hash: str, name: str) -> Path:
+        """A verified file of a cached unit (``kept.parquet`` or ``drops.parquet``)."""
+        path = self.cache_dir(unit_key, config_hash) / "meta.json"
+        meta = read_sealed(path)
+        files = meta.get("files") or {}
+        if name not in files:
+            raise StateDamaged(f"state file {path} names no {name}; {REBUILD_HINT}")
+        self._verify_named(path, path.parent, {name: files[name]})
+        return path.parent / name
+
+    # -- commits --------------------------------------------------------------------------
     def commits(self) -> list[dict[str, Any]]:
+        """Every commit record, in order, verified: each whole, numbered 0..n-1 without a gap, and
+        every file it names present with its recorded sha256."""
         out = []
-        for p in sorted((self.root / "commits").glob("*.json")):
-            out.append(orjson.loads(p.read_bytes()))
+        for p in sorted((self.root / "commits").iterdir()):
+            m = COMMIT_NAME.match(p.name)
+            if not m:
+                continue
+            record = read_sealed(p)
+            if record.get("state_format") != STATE_FORMAT:
+                raise StateDamaged(f"state file {p} was written by another trajpipe state format; {REBUILD_HINT}")
+            if record.get("seq") != int(m.group(1)) or record.get("seq") != len(out):
+                raise StateDamaged(f"state file {self.root / 'commits' / f'{len(out):06d}.json'} is missing "
+                                   f"(found {p.name} next); {REBUILD_HINT}")
+            self._verify_named(p, self.root, record.get("files") or {})
+            out.append(record)
         return out
 
     def committed_units(self) -> set[str]:
         return {u for c in self.commits() for u in c["units"]}
 
     def next_seq(self) -> int:
-        return len(list((self.root / "commits").glob("*.json")))
+        """One past the highest commit (``commits`` has already refused a gap)."""
+        commits = self.commits()
+        return commits[-1]["seq"] + 1 if commits else 0
 
-    def read_unit_meta(self, unit_key: str, config_hash: str) -> dict[str, Any]:
-        return orjson.loads((self.cache_dir(unit_key, config_hash) / "meta.json").read_bytes())
+    def write_parts(self, seq: int, published: Iterable[pl.DataFrame], drops: pl.DataFrame) -> dict[str, str]:
+        """Write run ``seq``'s admitted rows (streamed) and drops; returns their sha256 by state path.
+        They count for nothing until :meth:`write_record` names them."""
+        name = f"{seq:06d}"
+        atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
+        crashpoint("commit_parts")
+        with atomic_path(self.root / "ledger" / f"{name}.parquet") as tmp:  # no second copy in memory
+            pq.write_table(drops.to_arrow(), tmp, compression="zstd", write_statistics=True)
+        return {rel: file_sha256(self.root / rel) for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")}
+
+    def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: dict[str, Any]) -> None:
+        """The commit record, last: from here on run ``seq``'s decisions count."""
+        crashpoint("commit_record")
+        atomic_write_json(self.root / "commits" / f"{seq:06d}.json",
+                          seal_record({"seq": seq, "units": sorted(units), **meta, "files": files,
+                                   "state_format": STATE_FORMAT}))
 
     def commit(self, seq: int, units: list[str], published: Iterable[pl.DataFrame], drops: pl.DataFrame,
                meta: dict[str, Any]) -> None:
         """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
-        name = f"{seq:06d}"
-        atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
-        crashpoint("commit_parts")
-        atomic_write_parquet(self.root / "ledger" / f"{name}.parquet", drops)
-        crashpoint("commit_record")
-        atomic_write_json(self.root / "commits" / f"{name}.json",
-                          {"seq": seq, "units": sorted(units), **meta})
+        self.write_record(seq, units, self.write_parts(seq, published, drops), meta)
 
-    def _committed_parts(self, sub: str) -> list[Path]:
-        seqs = {f"{c['seq']:06d}" for c in self.commits()}
-        return [p for p in sorted((self.root / sub).glob("*.parquet")) if p.stem in seqs]
+    def _committed_parts(self, sub: str, pending: dict[str, str] | None = None) -> list[Path]:
+        """The verified parts of ``sub`` named by the commits (and by a pending commit's files)."""
+        names = {rel for c in self.commits() for rel in (c.get("files") or {})}
+        if pending:
+            self._verify_named(self.root / "(pending commit)", self.root, pending)
+            names |= set(pending)
+        return [self.root / rel for rel in sorted(names) if rel.startswith(f"{sub}/")]
 
-    def published(self, columns: list[str] | None = None) -> pl.DataFrame | None:
+    def published(self, columns: list[str] | None = None, pending: dict[str, str] | None = None
+                  ) -> pl.DataFrame | None:
         """The held-run store (only ``columns`` are read, to keep memory small)."""
-        parts = self._committed_parts("published")
+        parts = self._committed_parts("published", pending)
         if not parts:
             return None
         frames = [pl.read_parquet(p, columns=columns) for p in parts if pq.read_schema(p).names]
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 
-    def scan_published(self, columns: list[str]) -> pl.LazyFrame:
+    def scan_published(self, columns: list[str], pending: dict[str, str] | None = None) -> pl.LazyFrame:
         """A lazy scan of the store's ``columns`` (nothing is read until collected)."""
-        parts = [p for p in self._committed_parts("published") if pq.read_schema(p).names]
+        parts = [p for p in self._committed_parts("published", pending) if pq.read_schema(p).names]
         if not parts:
             from schemas.run import WORK, empty
 
             return empty(WORK).select(columns).lazy()
         return pl.scan_parquet(parts).select(columns)
 
-    def ledger(self) -> pl.DataFrame | None:
-        parts = self._committed_parts("ledger")
+    def ledger(self, pending: dict[str, str] | None = None) -> pl.DataFrame | None:
+        parts = self._committed_parts("ledger", pending)
         return pl.concat([pl.read_parquet(p) for p in parts], how="vertical") if parts else None
 
     def reset(self) -> None:

@@ -5,6 +5,8 @@ Albedo tells machines apart by source name, so each (origin, machine) is its own
 
 from __future__ import annotations
 
+import re
+
 # harness id -> (machine slug used in the dataset name, the card's Machine text)
 MACHINES: dict[str, tuple[str, str]] = {
     "bash": ("bash", "Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)"),
@@ -31,7 +33,9 @@ def machine_of(harness: str) -> str:
     """Machine slug for a harness id; unknown harnesses keep their own (slugified) name."""
     if harness in MACHINES:
         return MACHINES[harness][0]
-    return harness.replace("_", "-").lower() or "unknown"
+    # any other value becomes a safe name part: [a-z0-9.-], starting alphanumeric, bounded
+    slug = re.sub(r"[^a-z0-9.]+", "-", harness.lower()).strip("-.")[:48].strip("-.")
+    return slug or "unknown"
 
 
 def machine_text(harness: str) -> str:

@@ -125,8 +125,11 @@ def test_body_numbers_come_from_rows_and_ledger() -> None:
     assert "(1 run dropped: 1 `submit`)" in card
     assert "(2 rows here carry albedo's id)" in card
     # across all datasets, from stats.json: 23 ingested, 1 quarantined, 2 parse/convert drops
-    assert ("Across both datasets: 23 runs exported, 20 converted, 4 dropped as solution leaks, "
-            "1 as benchmark leaks, 11 published.") in card
+    # 23 − (1 + 1 + 1 + 1 + 4 + 1 + 1 + 2) = 11
+    assert ("Across both datasets: 23 runs exported, 12 dropped (1 unreadable; 1 not parsable; 1 not convertible; "
+            "1 benchmark task; 4 solution leaks; 1 benchmark leak; 1 invalid; 2 duplicates), 11 published.") in card
+    assert "This dataset: 18 runs ingested, 10 dropped, 8 published" in card
+    assert "(2 rows here carry albedo's id)" in card and "Albedo is the training-data collection" in card
     assert "Secrets redacted: 3 (2 `github_token`, 1 `aws_access_key`)." in card
     # Contents tables: every value with its rows, by rows descending
     assert table(card, "| Resolved | Rows |") == {"unknown": "4", "not resolved": "2", "resolved": "2"}
@@ -141,7 +144,7 @@ def test_skipped_benchmark_check_is_stated() -> None:
     card, _ = bash_card(checked=False)
     assert "the benchmark check was skipped" in card
     assert "as benchmark leaks" not in card
-    assert "dropped as solution leaks, the benchmark check skipped, 11 published." in card
+    assert "2 duplicates), 11 published. The benchmark check was skipped." in card
 
 
 def test_swe_lego_card_origin_machine_and_license() -> None:

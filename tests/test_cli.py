@@ -42,11 +42,11 @@ def test_publish_before_any_run(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "run `trajpipe run` first" in res.output
 
 
-def test_benchmarks_pull_offline_reports_each_table_plainly(tmp_path: Path) -> None:
+def test_benchmarks_pull_offline_fails_at_once_with_one_line(tmp_path: Path) -> None:
     res = runner.invoke(app, ["benchmarks", "pull", "--to", str(tmp_path / "b")])
     assert res.exit_code == 2
-    assert "could not be pulled" in res.output and "not pulled:" in res.output
-    assert "Traceback" not in res.output
+    assert res.output.splitlines() == ["error: the Hub could not be reached: HF_HUB_OFFLINE is set, so "
+                                       "https://huggingface.co is not contacted (unset it to go online)"]
 
 
 def test_missing_inputs_are_named(tmp_path: Path) -> None:
@@ -59,9 +59,9 @@ def test_missing_inputs_are_named(tmp_path: Path) -> None:
 
 def test_bad_options_are_a_config_error(tmp_path: Path) -> None:
     res = runner.invoke(app, ["run", "--affine", str(tmp_path), "--executor", "spark", "--no-benchmarks"])
-    assert res.exit_code == 2 and "executor must be 'local' or 'ray'" in res.output
+    assert res.exit_code == 2 and "--executor: must be 'local' or 'ray'" in res.output
     res = runner.invoke(app, ["run", "--affine", str(tmp_path), "--workers", "0", "--no-benchmarks"])
-    assert res.exit_code == 2 and "workers must be at least 1" in res.output
+    assert res.exit_code == 2 and "--workers: must be at least 1" in res.output
 
 
 def test_the_committed_sample_config_loads() -> None:

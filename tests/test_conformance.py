@@ -27,10 +27,11 @@ from pipeline.stages.validate import validate_messages
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 EXPECTATIONS: dict[str, dict[str, Any]] = json.loads((REAL / "EXPECTATIONS.json").read_text())
 NOT_RUN_FILES = {"PROVENANCE.md", "README.md", "EXPECTATIONS.json"}
-FILES = sorted(p.name for p in REAL.iterdir() if p.name not in NOT_RUN_FILES)
+FILES = sorted(p.name for p in REAL.iterdir() if p.is_file() and p.name not in NOT_RUN_FILES)
 OUTCOME = re.compile(r"converted|drop:[a-z_]+/[a-z_]+")
 TIMEOUT_HEAD = "The last command <command>"  # mini-swe-agent 1.17.5 AgentConfig.timeout_template
 TIMEOUT_TAIL = "</command> timed out and has been killed."
+FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks"  # mini 1.x format-error reply
 EMPTY_EDIT = re.compile(r"^(path|old) = (''|\"\")$", re.M)  # an edit script without its file or old text
 
 
@@ -42,6 +43,15 @@ def normalized_patch(text: str) -> str:
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def raw_mini_actions(uid: str) -> list[str]:
+    """The assistant messages of a raw mini-swe-agent run that are actions (a message answered by
+    mini's format-error reply is not)."""
+    doc = orjson.loads((REAL / uid.split("#")[0]).read_bytes())
+    msgs = doc if isinstance(doc, list) else doc["messages"]
+    return [m["content"] for i, m in enumerate(msgs) if m["role"] == "assistant"
+            and not (i + 1 < len(msgs) and FORMAT_ERROR in msgs[i + 1]["content"])]
 
 
 def command_of(assistant: str) -> str:
@@ -116,6 +126,8 @@ def test_real_run_converts_as_expected(uid: str, published: dict[str, dict[str, 
         assert re.search(pattern, commands[int(turn)]), f"turn {turn}: {commands[int(turn)][:200]!r}"
     for turn, pattern in e.get("command_not_regex", {}).items():  # e.g. a clipped view is not a `cat -n`
         assert not re.search(pattern, commands[int(turn)]), f"turn {turn}: {commands[int(turn)][:200]!r}"
+    if e.get("assistant_verbatim"):  # mini v1 text that mini itself parsed to one action is kept as it was
+        assert [m["content"] for m in msgs[2::2]] == raw_mini_actions(uid)
     for pattern in e.get("absent", []):  # a foreign root that must have become /testbed everywhere
         assert not [i for i, m in enumerate(msgs) if re.search(pattern, m["content"])], pattern
 

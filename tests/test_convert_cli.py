@@ -28,9 +28,9 @@ EXPECTED_FORMAT = {  # sample file -> the format detected from its content
 }
 
 
-def run_convert(files: list[Path], out: Path) -> list[dict[str, Any]]:
+def run_convert(files: list[Path], out: Path, code: int = 0) -> list[dict[str, Any]]:
     res = CliRunner().invoke(app, ["convert", *map(str, files), "--out", str(out)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == code, res.output
     return [orjson.loads(line) for line in out.read_bytes().splitlines()]
 
 
@@ -94,7 +94,7 @@ def test_unreadable_and_unconvertible_runs_are_listed_not_skipped(tmp_path: Path
         {"role": "assistant", "content": "go", "tool_calls": [
             {"id": "c1", "function": {"name": "browser_navigate", "arguments": '{"url": "https://x"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "page"}], "trajectory": []}))
-    got = run_convert([bad, unknown], tmp_path / "o.jsonl")
+    got = run_convert([bad, unknown], tmp_path / "o.jsonl", code=1)  # bad.json is unusable: exit 1
     assert [(ln["source_uid"], ln["drop"]["stage"], ln["drop"]["reason"]) for ln in got] == [
         ("bad.json#row=0", "quarantine", "bad_json"), ("unknown.json#row=0", "convert", "unknown_tool")]
     assert got[1]["format"] == "SWE-agent" and got[1]["drop"]["detail"] == "browser_navigate"

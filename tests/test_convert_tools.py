@@ -90,12 +90,25 @@ def test_view_range_is_numbered_like_the_editor(tmp_path: Path) -> None:
     assert sh(cmd, tmp_path) == (0, out)
 
 
-def test_view_directory_is_find() -> None:
+def test_view_directory_is_find(tmp_path: Path) -> None:
+    # openhands-aci's listing: sorted, directories marked with "/", a note on hidden entries
     obs = ("Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
-           "/workspace/proj/\n/workspace/proj/a.py\n")
+           "/workspace/proj/\n/workspace/proj/a.py\n/workspace/proj/sub/\n/workspace/proj/sub/b.py\n\n"
+           "1 hidden files/directories in this directory are excluded. You can use 'ls -la /workspace/proj' to see them.")
     cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
-    assert cmd == "find '/testbed' -maxdepth 2 -not -path '*/.*'"
-    assert out == "/testbed/\n/testbed/a.py\n"
+    assert cmd.startswith("find -L '/testbed' -maxdepth 2 -not \\( -path '/testbed/.*' -o -path '/testbed/*/.*' \\)")
+    assert out == "/testbed/\n/testbed/a.py\n/testbed/sub/\n/testbed/sub/b.py\n"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "sub" / "b.py").write_text("")
+    rc, printed = sh(cmd.replace("/testbed", str(tmp_path)), tmp_path)
+    assert (rc, printed.replace(str(tmp_path), "/testbed")) == (0, out)
+    # SWE-agent's listing is find's own output
+    obs = ("Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
+           "/workspace/proj\n/workspace/proj/a.py\n")
+    cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
+    assert (cmd, out) == ("find '/testbed' -maxdepth 2 -not -path '*/.*'", "/testbed\n/testbed/a.py\n")
 
 
 def test_str_replace_runs_and_prints_the_editors_message(tmp_path: Path) -> None:
@@ -397,7 +410,8 @@ def test_think_folds_into_the_next_thought_and_finish_submits() -> None:
 
 def test_mini_swe_submit_command_keeps_its_patch() -> None:
     patch = "diff --git a/x b/x\n+y\n"
-    conv = convert_episode(episode(Step("submit", Bash(SUBMIT_COMMAND),
+    conv = convert_episode(episode(call("bash", "x\n", 0, command="cat x"),
+                                   Step("submit", Bash(SUBMIT_COMMAND),
                                         f"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n{patch}", 0)))
     assert conv.messages[-1]["content"] == patch and conv.submitted
 
@@ -412,8 +426,13 @@ def test_fence_in_command_drops_and_fence_in_thought_is_rewritten() -> None:
     with pytest.raises(ConvertError) as err:
         one(call("bash", "", 0, command="cat > R.md <<'X'\n```bash\nls\n```\nX"))
     assert err.value.reason == "fence_in_command"
+    # backticks that cannot form a second ```bash block are left as they were
     conv = convert_episode(episode(call("bash", "", 0, thought="Run ```ls```", command="ls")))
-    assert conv.messages[2]["content"] == "THOUGHT: Run ~~~ls~~~\n\n```bash\nls\n```"
+    assert conv.messages[2]["content"] == "THOUGHT: Run ```ls```\n\n```bash\nls\n```"
+    assert conv.counters["convert/thought_fence_rewritten"] == 0
+    # a ```bash block in the thought would be a second action: its backticks are rewritten
+    conv = convert_episode(episode(call("bash", "", 0, thought="Not this:\n```bash\nrm x\n```", command="ls")))
+    assert conv.messages[2]["content"] == "THOUGHT: Not this:\n~~~bash\nrm x\n~~~\n\n```bash\nls\n```"
     assert conv.counters["convert/thought_fence_rewritten"] == 1
 
 

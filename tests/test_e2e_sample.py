@@ -57,7 +57,7 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     files = sorted((work / "publish").glob("*/data/*.parquet"))
     published = pl.concat([pl.read_parquet(f) for f in files], how="vertical")
     stats = json.loads((work / "ledger" / "stats.json").read_text())
-    return {"labels": labels, "drops": drops, "published": published, "stats": stats}
+    return {"labels": labels, "drops": drops, "published": published, "stats": stats, "work": work}
 
 
 def by_suffix(uids: list[str], suffix: str) -> list[str]:
@@ -160,3 +160,63 @@ def test_invariant_holds(build: dict[str, Any]) -> None:
     assert inv["quarantined"] == drops.filter(pl.col("stage") == "quarantine").height
     # every judged label was ingested, so the ledger plus the published rows account for all of them
     assert inv["ingested"] >= sum(1 for lb in build["labels"] if judged(lb))
+
+
+# ---- the cards' numbers add up, and each one is the ledger's --------------------------------------------------
+
+NOTE = re.compile(r"\((?:(?P<total>[\d,]+) runs? dropped: (?P<detail>[^)]*)|none dropped here)\)")
+STEP_STAGES = {"1": ("task_dedup",), "2": ("traj_dedup",), "3": ("parse", "convert"), "4": ("solution_leak",),
+               "5": ("benchmark_leak",), "6": ("validate",)}
+SUMMARY_STAGES = {"unreadable": "quarantine", "not parsable": "parse", "not convertible": "convert",
+                  "benchmark task": "task_dedup", "benchmark tasks": "task_dedup", "solution leak": "solution_leak",
+                  "solution leaks": "solution_leak", "benchmark leak": "benchmark_leak",
+                  "benchmark leaks": "benchmark_leak", "invalid": "validate", "duplicate": "traj_dedup",
+                  "duplicates": "traj_dedup"}
+
+
+def _n(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_every_cards_numbers_add_up_from_the_ledger(build: dict[str, Any]) -> None:
+    drops, stats, work = build["drops"], build["stats"], build["work"]
+    cards = sorted((work / "publish").glob("*/README.md"))
+    assert len(cards) >= 2
+    for card_path in cards:
+        ds = card_path.parent.name
+        card = card_path.read_text()
+        rows = pl.concat([pl.read_parquet(p) for p in sorted(card_path.parent.glob("data/*.parquet"))])
+        own = drops.filter(pl.col("dataset") == ds)
+        # the opening sentence and the YAML header: the shards' rows
+        m = re.search(r"^([\d,]+) coding-agent trajector(?:y|ies) on ([\d,]+) ", card, re.M)
+        assert m and (_n(m[1]), _n(m[2])) == (rows.height, rows["instance_id"].n_unique()), ds
+        assert f"num_examples: {rows.height}" in card
+        # this dataset's line: ingested = dropped + published, each from the ledger
+        m = re.search(r"This dataset: ([\d,]+) runs? ingested, ([\d,]+) dropped, ([\d,]+) published", card)
+        assert m, ds
+        ingested, dropped, published = map(_n, m.groups())
+        assert (ingested, dropped, published) == (stats["ingested"]["by_dataset"][ds], own.height, rows.height)
+        assert ingested == dropped + published
+        # each step's note: its total is the sum of its reasons, and both are the ledger's
+        for step, stages in STEP_STAGES.items():
+            line = next(x for x in card.splitlines() if x.startswith(f"{step}. **"))
+            part = own.filter(pl.col("stage").is_in(list(stages)))
+            note = NOTE.search(line)
+            if note is None:  # the benchmark check was skipped: nothing is compared, nothing dropped
+                assert part.height == 0 and "skipped" in line
+                continue
+            reasons = {r: _n(n) for n, r in re.findall(r"([\d,]+) `([\w-]+)`", note["detail"] or "")}
+            assert sum(reasons.values()) == (_n(note["total"]) if note["total"] else 0), line
+            assert reasons == dict(part.group_by("reason").len().iter_rows()), (ds, step)
+        # the Contents tables each count every row once
+        for heading in ("Resolved", "Harness", "Task pool", "Language"):
+            table = re.search(rf"\| {heading} \| Rows \|\n\|---\|---:\|\n((?:\|.*\|\n)+)", card)
+            assert table and sum(_n(r.rsplit("|", 2)[1]) for r in table[1].splitlines()) == rows.height
+        # the summary: exported − every drop named = published, each part from the whole ledger
+        m = re.search(r": ([\d,]+) runs? exported, ([\d,]+) dropped \(([^)]*)\), ([\d,]+) published\.", card)
+        assert m, ds
+        exported, total_dropped, published_all = _n(m[1]), _n(m[2]), _n(m[4])
+        parts = {SUMMARY_STAGES[w]: _n(n) for n, w in re.findall(r"([\d,]+) ([a-z ]+?)(?:;|$)", m[3])}
+        assert sum(parts.values()) == total_dropped and exported - total_dropped == published_all
+        assert (exported, published_all) == (stats["ingested"]["total"], stats["published"]["total"])
+        assert parts == {s: n for s, n in drops.group_by("stage").len().iter_rows()}

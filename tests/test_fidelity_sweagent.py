@@ -280,3 +280,205 @@ def test_submit_that_printed_no_patch_gets_the_records_submission(tmp_path: Path
     ep = episode_of(f)
     assert ep.counters["parse/submission_from_info"] == 1
     assert convert_episode(ep).messages[-1]["content"] == patch
+
+
+# ------------------------------------------------------------------ class 7: non-SWE runs, CTF tool bundles
+
+
+def test_r10_ctf_tools_are_an_unknown_tool_drop() -> None:
+    """R10: ``decompile`` is a SWE-agent CTF tool, not a program: never passed through as bash."""
+    with pytest.raises(ConvertError) as err:
+        convert_file(REPRO / "R10_sweagent_ctf_tools.traj")
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "decompile")
+
+
+def test_r10_submit_with_a_flag_is_not_the_patch_submit(tmp_path: Path) -> None:
+    """R10 without its decompile step: ``submit 'flag{…}'`` submits a flag, not a patch; there is
+    no shell command for it, so the run is an unknown_tool drop (never a "submitted" run)."""
+    run = orjson.loads((REPRO / "R10_sweagent_ctf_tools.traj").read_bytes())
+    run["trajectory"] = [{"action": "ls\n", "observation": "rock\n", "thought": "Look.", "state": "{}"},
+                         *run["trajectory"][1:]]
+    f = tmp_path / "flag.traj"
+    f.write_bytes(orjson.dumps(run))
+    ep = episode_of(f)
+    assert not ep.meta.submitted
+    with pytest.raises(ConvertError) as err:
+        convert_episode(ep)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "submit <argument>")
+
+
+@pytest.mark.parametrize(("name", "detail"), [
+    ("sweagent-ctf-rock.traj", "decompile"),
+    ("sweagent-ctf-warmup.traj", "disassemble"),
+    ("sweagent-ctf-networking_1.traj", "submit <argument>"),
+    ("sweagent-ctf-2024-09-i_got_id_demo.traj", "submit <argument>"),
+    ("sweagent-ctf-BabyEncryption.traj", "submit <argument>"),  # its `edit 2:2 decrypt.py` is `edit 2:2`
+])
+def test_real_ctf_runs_are_unknown_tool_drops(name: str, detail: str) -> None:
+    with pytest.raises(ConvertError) as err:
+        convert_file(REAL / name)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", detail)
+
+
+def test_tools_documented_in_the_system_prompt_are_known_in_both_doc_styles() -> None:
+    from pipeline.parsers.sweagent import declared_tools
+
+    rock = orjson.loads((REAL / "sweagent-ctf-rock.traj").read_bytes())["history"][0]["content"]
+    assert declared_tools(rock) == {"open", "goto", "scroll_down", "scroll_up", "create", "search_dir", "search_file",
+                                    "find_file", "edit", "submit", "decompile"}
+    cursors = orjson.loads((REAL / "sweagent-demo-cursors-marshmallow-1867.traj").read_bytes())["history"][0]["content"]
+    assert declared_tools(cursors) == {"set_cursors", "open", "scroll_down", "scroll_up", "goto", "get_symbols",
+                                       "create", "submit", "edit", "search_dir", "search_file", "find_file",
+                                       "summarize"}
+    assert declared_tools("You are a helpful assistant.") == frozenset()
+
+
+def test_a_documented_tool_run_from_the_shell_is_that_tool_not_a_program() -> None:
+    """A SWE-agent 1.x run calling a tool of its bundles through ``bash`` (they are on the PATH):
+    the tool is dropped as unknown, not replayed as a shell command that does not exist."""
+    run = orjson.loads((REPRO / "R1_sweagent_edit_replace_all_hyphen.traj").read_bytes())
+    run["history"][0]["content"] = "COMMANDS:\ncheck_flag <flag> - checks a flag\n\n\n"
+    run["history"][2]["tool_calls"][0]["function"] = {"name": "bash", "arguments": '{"command": "check_flag x"}'}
+    raw = RawRun("uid", "community", "sweagent", None, run, 0)
+    ep = parse_raw(raw)
+    assert ep.counters["parse/sweagent_tool_in_shell"] == 1
+    with pytest.raises(ConvertError) as err:
+        convert_episode(ep)
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "check_flag")
+
+
+def test_swesmith_bare_fence_rows_run_sweagent_tools_as_tools() -> None:
+    """SWE-smith's ``ticks`` rows (SWE-agent text actions in a bare fence): ``open`` is the
+    windowed tool, converted to the window printer, never passed to the shell as ``open``."""
+    row = {"instance_id": "o__r.12345678.x", "messages": [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "Look.\n```\nopen a.py\n```"},
+        {"role": "user", "content": "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
+                                    "(Open file: /testbed/a.py)\n(Current directory: /testbed)\nbash-$"},
+        {"role": "assistant", "content": "Done.\n```\nsubmit\n```"},
+        {"role": "user", "content": "diff --git a/a.py b/a.py\n"}]}
+    ep = parse_raw(RawRun("uid", "SWE-smith", "swesmith", None, row, 0))
+    conv = convert_episode(ep)
+    assert conv.commands[0].startswith("awk ") and conv.commands[0].endswith("'/testbed/a.py'")
+    assert conv.outputs[0] == "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
+    assert conv.submitted and conv.commands[1] == SUBMIT_COMMAND
+
+
+def cat_n_text(output: str) -> str:
+    """The file a whole-file ``cat -n`` printed."""
+    return "".join(line.split("\t", 1)[1] + "\n" for line in output.splitlines())
+
+
+def test_real_swesmith_run_replays_edits_review_and_patch(tmp_path: Path) -> None:
+    """SWE-smith's pydantic run, replayed without the repository: the module rebuilt from the run's
+    own whole-file view; every editor turn (view, two creates, six str_replace edits), the review stage
+    and the cleanup run with bash and print exactly the converted observation; the review's diff is
+    git's, and the final ``git diff --cached`` is ``info.submission`` byte for byte (same blobs).
+    Turns running python, pip or find need the whole tree or environment: bench/replay.py."""
+    path = REAL / "sweagent-swesmith-pydantic-pr_8316-review-on-submit.traj"
+    conv = convert_file(path)
+    assert conv.commands[1] == "cat -n '/testbed/pydantic/alias_generators.py'"
+    git_repo(tmp_path, {"pydantic/alias_generators.py": cat_n_text(conv.outputs[1])})
+    # the checkout ignores root ``test_*.py`` scratch files: the run's own review diff lists its
+    # reproduce_error.py but not its test_edge_cases.py
+    (tmp_path / ".git" / "info" / "exclude").write_text("/test_*.py\n")
+    replayed = 0
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        if cmd.startswith(("python ", "pip ", "find ")):  # need the whole tree or the environment
+            continue
+        if cmd == SUBMIT_COMMAND:
+            res = sh(cmd, tmp_path)
+            assert res == (0, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + orjson.loads(path.read_bytes())["info"]["submission"])
+            assert conv.messages[-1]["content"] == res[1].split("\n", 1)[1]
+            continue
+        assert sh(cmd, tmp_path) == (rc, out), cmd[:80]
+        replayed += 1
+    assert replayed == 11
+
+
+# ------------------------------------------------------------------ class 9: final newlines SWE-agent 1.x stripped
+
+
+@pytest.mark.parametrize(("command", "newline"), [
+    ("python reproduce.py", True),
+    ("cd /testbed && python reproduce.py", True),
+    ("python -m pytest -q tests/test_x.py 2>&1 | tail -5", True),
+    ("grep -n x a.py | head -3", True),
+    ("find . -name '*.py' | sort", True),
+    ("ls -F", True),
+    ("echo hi", True),
+    ("printf '%s\\n' x", True),
+    ("python3 - <<'EOF'\nprint(1)\nEOF", True),
+    ("python -c \"print(1, end='')\"", False),
+    ("python -c 'import sys; sys.stdout.write(\"x\")'", False),
+    ("echo -n hi", False),
+    ("printf '%s' x", False),
+    ("cat a.py", False),
+    ("cat a.py | head -5", False),
+    ("sed -n 1,5p a.py", False),
+    ("./rock", False),
+    ("python x.py &> log; cat log", False),
+])
+def test_final_newline_policy_is_decided_from_the_command(command: str, newline: bool) -> None:
+    from pipeline.parsers.sweagent import prints_final_newline
+
+    assert prints_final_newline(command) is newline
+
+
+def test_real_1x_outputs_get_back_the_newline_the_command_printed(tmp_path: Path) -> None:
+    """The real run behind R1: ``python3 …missing_colon.py`` printed ``8.2\\n``, recorded ``8.2``;
+    the tool outputs lost theirs too. Restored, every turn replays exactly on the rebuilt file."""
+    ep = episode_of(REAL / "sweagent-1x-testrepo-6e44b9-edit-replace.traj")
+    assert ep.counters["parse/sweagent_newline_restored"] == 4
+    conv = convert_episode(ep)
+    assert (conv.commands[3], conv.outputs[3]) == ("python3 /testbed/tests/missing_colon.py", "8.2\n")
+    path, text = whole_file_from_window(conv.outputs[1])
+    git_repo(tmp_path, {path.removeprefix("/testbed/"): text})
+    for t in range(4):
+        assert sh(conv.commands[t], tmp_path) == (conv.returncodes[t], conv.outputs[t])
+
+
+def test_a_stripped_output_of_a_byte_copying_command_is_left_as_recorded() -> None:
+    """``cat`` of a file may end without a newline: the recorded output stays as it is."""
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][2]["tool_calls"][0]["function"]["arguments"] = '{"command": "cat /repo/a.py"}'
+    run["history"][3]["content"] = "x = 1"
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    assert ep.steps[0].observation == "x = 1"
+
+
+# ------------------------------------------------------------------ timeouts
+
+
+@pytest.mark.parametrize(("observation", "shown"), [
+    ("\nEXECUTION TIMED OUT", ""),
+    ("partial line\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS.\n"
+     "PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME.", "partial line"),
+    ("\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN 500 SECONDS.", ""),
+    ("The command 'python serve.py' was cancelled because it took more than 30 seconds. Please try a different "
+     "command that completes more quickly. Note: A common source of this error is if the command is interactive "
+     "or requires user input (it is impossible to receive user input in the current environment, so the command "
+     "will never complete).", ""),
+])
+def test_sweagent_timeouts_mark_the_step_timed_out(observation: str, shown: str) -> None:
+    """SWE-agent's "EXECUTION TIMED OUT" (0.x) and cancel message (1.x): the step never finished;
+    its observation is what the command printed before it was killed, with no return code."""
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][3]["content"] = observation
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    st = ep.steps[0]
+    assert (st.timed_out, st.returncode, st.observation) == (True, None, shown)
+    assert ep.counters["parse/timed_out"] == 1 and not any(s.timed_out for s in ep.steps[1:])
+
+
+def test_real_0x_timeout_is_marked() -> None:
+    ep = episode_of(REAL / "sweagent-ctf-rock.traj")
+    assert (ep.steps[0].timed_out, ep.steps[0].observation) == (True, "")
+
+
+def test_real_abbreviated_editor_view_is_a_counted_drop() -> None:
+    """SWE-smith's pandas run views pandas/io/sql.py whole; SWE-agent's editor printed an
+    abbreviated file (function bodies elided, then clipped). No shell command prints that, and
+    ``cat -n`` would claim the whole file: the run is dropped (its review-on-submit is handled)."""
+    assert drop_of(REAL / "sweagent-swesmith-pandas-pr_53856.traj") == ("convert", "unverifiable_view")

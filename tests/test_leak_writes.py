@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
+from pipeline.audit import explain
 from pipeline.convert.edits import create_command, insert_command, replace_command
 from pipeline.leaks.writes import Write, writes_of
+from pipeline.stages.leaks import SolutionLeak
 from tests.test_leaks import one
-from tests.test_scrub import work_row
+from tests.test_scrub import ctx, work_frame, work_row
 
 SRC = '''def parse_header(raw, strict=False):
     fields = raw.split(";")
@@ -206,3 +209,29 @@ def test_curl_of_documentation_is_not_an_attempt() -> None:
     row = cut_run(["curl -s https://docs.python.org/3/library/email.header.html | head", EDIT],
                   ["<html>Header docs</html>\n", "ok\n"])
     assert one(row) == (None, "", {})
+
+
+# ---- audit --explain -----------------------------------------------------------------------------------------
+
+def test_audit_explain_shows_the_attempt_the_confirming_write_and_the_matching_lines(tmp_path: Path) -> None:
+    row = cut_run(["cat -n src/hdr.py", "git log --all -p -- src/hdr.py", EDIT, PYTEST],
+                  [CAT_N, HISTORY, "ok\n", "1 passed\n"])
+    out = SolutionLeak(ctx())(work_frame([row]))
+    (tmp_path / "ledger").mkdir()
+    out.dropped.write_parquet(tmp_path / "ledger" / "drops.parquet")
+    fate = explain(tmp_path, str(row["source_uid"]))
+    assert (fate["stage"], fate["reason"]) == ("solution_leak", "git_history")
+    assert fate["solution_leak"] == {
+        "attempt_turn": 1, "attempted_command": "git log --all -p -- src/hdr.py", "write_turn": 2,
+        "lines_seen": "2/2", "matching_lines": ['value = ";".join(fields[1:]).strip() if len(fields) > 1 else ""',
+                                                "value = unquote_header_value(value, strict=strict)"]}
+
+
+def test_audit_explain_of_a_drop_confirmed_by_the_output_itself(tmp_path: Path) -> None:
+    row = cut_run(["git log --all -p -S unquote_header_value"], ["Fixes #77\n" + HISTORY])
+    out = SolutionLeak(ctx())(work_frame([row]))
+    (tmp_path / "ledger").mkdir()
+    out.dropped.write_parquet(tmp_path / "ledger" / "drops.parquet")
+    assert explain(tmp_path, str(row["source_uid"]))["solution_leak"] == {
+        "attempt_turn": 0, "attempted_command": "git log --all -p -S unquote_header_value",
+        "confirmed_by": "the attempt's own output"}

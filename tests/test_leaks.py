@@ -548,3 +548,37 @@ def test_byte_tokeniser_lowercases_like_unicode() -> None:
     assert counts.tolist() == [2, 2, 0, 2]
     want = pl.Series(["foo_bar", "baz9", "kelvin", "x", "caf", "ok"]).hash(seed=7).to_numpy()
     assert h.tolist() == want.tolist()
+
+
+# ---- gold patches of fixes already merged in the run's checkout (real runs, bench/results/leaks.md) --------
+
+MERGED_SRC = ("def strip_comments(tokens, strict_mode):\n"
+              "    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+              "    if strict_mode and not tokens:\n"
+              "        raise ParserError(\"empty token stream after comment removal\")\n"
+              "    return normalise_tokens(tokens, keep_positions=True)\n")
+
+
+def test_gold_lines_the_checkout_printed_first_and_the_agent_quoted_are_not_a_leak() -> None:
+    """A later checkout holds an earlier instance's fix; the agent cats the file, then edits around it."""
+    edit = ("python3 - <<'EOF'\nold = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+            "    if strict_mode and not tokens:\n        raise ParserError(\"empty token stream after comment removal\")\n"
+            "    return normalise_tokens(tokens, keep_positions=True)'''\nnew = old + '\\n    # done'\nEOF")
+    row = work_row(["cat lib/parser.py", edit, "git diff"], [MERGED_SRC, "", "+    # done\n"])
+    assert bench_one(row) == (None, "")
+
+
+def test_gold_lines_typed_before_any_print_still_leak() -> None:
+    """The same lines typed by the agent before its checkout printed them: the gold patch, verbatim."""
+    edit = ("python3 - <<'EOF'\nnew = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+            "    if strict_mode and not tokens:\n        raise ParserError(\"empty token stream after comment removal\")\n"
+            "    return normalise_tokens(tokens, keep_positions=True)'''\nEOF")
+    row = work_row([edit, "cat lib/parser.py"], ["", MERGED_SRC])
+    assert bench_one(row)[0] == "gold_patch"
+
+
+def test_one_line_gold_patch_in_a_backup_file_of_the_own_diff_is_not_a_leak() -> None:
+    """`cp enums.py enums.py.orig` ends up in the run's own diff: its + lines are the checkout's code."""
+    own = ("diff --git a/lib/enums.py.orig b/lib/enums.py.orig\nnew file mode 100644\n--- /dev/null\n"
+           "+++ b/lib/enums.py.orig\n@@ -0,0 +1,2 @@\n+class X:\n+        cls.do_not_call_in_templates = True\n")
+    assert bench_one(work_row(["vim lib/enums.py", "git diff"], ["", own]), one_line_table()) == (None, "")

@@ -206,15 +206,29 @@ def test_longest_path_survives_cycles_and_bad_parents() -> None:
     assert len(path) == len(set(path))
 
 
-def test_view_with_fork_uses_longest_branch_and_counts_bad_parents() -> None:
+def test_view_with_fork_uses_longest_branch() -> None:
     nodes = chain(("system", SYSTEM), ("user", TASK), ("assistant", "```bash\nls\n```"),
                   ("user", "<returncode>0</returncode>\n<output>\na\n</output>"))
     nodes.append({"parent": 1, "role": "assistant", "content": "```bash\npwd\n```"})  # shorter branch
-    nodes.append({"parent": 99, "role": "user", "content": "orphan"})
-    nodes.append({"parent": "x", "role": "user", "content": "orphan"})
     ep = parse_raw(view(nodes))
     assert [s.call for s in ep.steps] == [Bash("ls")]
-    assert ep.counters["parse/bad_parent"] == 2
+
+
+@pytest.mark.parametrize("parent", [99, -1, "x", 4])
+def test_view_with_a_parent_naming_no_node_or_a_cycle_is_bad_graph(parent: object) -> None:
+    """A corrupt node graph is dropped (parse/bad_graph), never repaired into a guessed path:
+    a parent out of range, of the wrong type, the node itself (index 4), or a cycle."""
+    nodes = chain(("system", SYSTEM), ("user", TASK), ("assistant", "```bash\nls\n```"),
+                  ("user", "<returncode>0</returncode>\n<output>\na\n</output>"))
+    nodes.append({"parent": parent, "role": "assistant", "content": "```bash\npwd\n```"})
+    with pytest.raises(ParseError) as exc:
+        parse_raw(view(nodes))
+    assert exc.value.reason == "bad_graph"
+    looped = chain(("system", SYSTEM), ("user", TASK), ("assistant", "```bash\nls\n```"))
+    looped[0]["parent"] = 2  # 0 -> 2 -> 1 -> 0
+    with pytest.raises(ParseError) as exc:
+        parse_raw(view(looped))
+    assert exc.value.reason == "bad_graph" and "cycle" in exc.value.detail
 
 
 # --------------------------------------------------------------------------- traces

@@ -148,9 +148,11 @@ def test_sweagent_function_calling_history(samples: Path) -> None:
         ToolCall("submit", {}, "call_6zuFhIfpOAi1jAiD2QHMmh6S"),
     ]
     # the window footer "(Open file: …)(Current directory: …)bash-$" is SWE-agent's, not output
+    # and SWE-agent 1.x stripped the final newline the tool and the script printed: put back
     assert ep.steps[0].observation == ('Found 1 matches for "missing_colon.py" in /SWE-agent__test-repo:\n'
-                                       "/SWE-agent__test-repo/tests/missing_colon.py")
-    assert ep.steps[3].observation == "8.2"
+                                       "/SWE-agent__test-repo/tests/missing_colon.py\n")
+    assert ep.steps[3].observation == "8.2\n"
+    assert ep.counters["parse/sweagent_newline_restored"] == 4
     assert ep.steps[0].thought.startswith("The `SyntaxError` in `missing_colon.py` is likely due to a missing colon")
 
 
@@ -209,7 +211,7 @@ def test_swesmith_xml_row_pydantic(samples: Path) -> None:
     assert isinstance(s2.call, ToolCall) and s2.call.args["command"] == "create"
     assert s2.call.args["path"] == "/testbed/reproduce_error.py"
     assert s2.call.args["file_text"].startswith("from pydantic.alias_generators import")
-    assert s2.observation == "File created successfully at: /testbed/reproduce_error.py"
+    assert s2.observation == "File created successfully at: /testbed/reproduce_error.py\n"  # newline SWE-agent stripped
     assert ep.steps[-1].call == ToolCall("submit", {})
 
 

@@ -27,6 +27,7 @@ from pipeline.publish.publisher import (
     publish_to_dir,
     publish_to_hub,
     publish_tree,
+    write_manifest,
 )
 from schemas.run import PUBLISHED
 from tests.test_card import table
@@ -51,6 +52,7 @@ def build(workdir: Path, rows: list[dict[str, Any]] | None = None, *, checked: b
     drops = sample_drops()
     stats = sample_stats(frame, drops, checked=checked)
     publish_tree(frame, drops, stats, workdir / "publish", benchmarks_checked=checked)
+    write_manifest(workdir / "publish", stats)  # sealed, as `run` seals every build
     (workdir / "ledger").mkdir(parents=True, exist_ok=True)
     drops.write_parquet(workdir / "ledger" / "drops.parquet")
     (workdir / "ledger" / "stats.json").write_bytes(orjson.dumps(stats))
@@ -69,7 +71,7 @@ def test_every_dataset_loads_with_datasets_and_polars_and_card_matches(tmp_path:
     datasets = pytest.importorskip("datasets")
     frame, drops, stats = build(tmp_path)
     out = tmp_path / "publish"
-    assert sorted(p.name for p in out.iterdir()) == [BASH, LEGO]
+    assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", BASH, LEGO]
     for name in (BASH, LEGO):
         tree = out / name
         assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()) == \
@@ -117,7 +119,7 @@ def test_datasets_without_rows_are_removed(tmp_path: Path) -> None:
     frame = work_frame(bash_only)
     names = publish_tree(frame, sample_drops(), sample_stats(frame, sample_drops()), out, benchmarks_checked=True)
     assert names == [BASH]
-    assert sorted(p.name for p in out.iterdir()) == [BASH, "notes"]
+    assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", BASH, "notes"]
 
 
 def test_publish_to_dir_copies_trees_and_drops_stale_shards(tmp_path: Path) -> None:

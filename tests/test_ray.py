@@ -18,9 +18,16 @@ from pipeline.executors.ray import RayExecutor, RayNotInstalled
 from tests.conftest import BENCH
 
 
-def slow_square(x: int, n: int, delay: float) -> tuple[int, int]:
-    """Later items finish first, so Ray's completion order is the reverse of input order."""
-    time.sleep((n - x) * delay)
+def square_after_one(x: int, flags: str) -> tuple[int, int]:
+    """Item 0 waits until item 1 has finished, so completion order is never input order and two
+    processes must take part; the order is forced by the file item 1 leaves, not by timing."""
+    if x == 0:
+        deadline = time.monotonic() + 120
+        while not (Path(flags) / "1").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("item 1 never finished while item 0 waited for it")
+            time.sleep(0.01)
+    (Path(flags) / str(x)).touch()
     return x * x, os.getpid()
 
 
@@ -37,21 +44,21 @@ def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.ray
-def test_map_returns_input_order_and_stops_its_own_ray() -> None:
+def test_map_returns_input_order_and_stops_its_own_ray(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     os.environ.pop("RAY_ADDRESS", None)
     assert not ray.is_initialized()
     items = list(range(12))
     done: list[int] = []
     ex = RayExecutor(2, None, max_in_flight=3, object_store_memory=100 * 1024**2)
-    out = ex.map(slow_square, items, len(items), 0.03, on_done=lambda i, r: done.append(i))
+    out = ex.map(square_after_one, items, str(tmp_path), on_done=lambda i, r: done.append(i))
 
     assert [sq for sq, _ in out] == [x * x for x in items]
-    assert sorted(done) == items and done != items  # every item reported, out of order
-    assert len({pid for _, pid in out}) == 2  # two real worker processes
+    assert sorted(done) == items and done.index(1) < done.index(0)  # every item reported; 1 before 0
+    assert out[0][1] != out[1][1]  # item 1 ran while item 0 held the other worker process
     assert ex.peak_in_flight == 3  # bounded submission
     assert not ray.is_initialized()  # it shut down the Ray it started
-    assert ex.map(slow_square, [], 0, 0.0) == []
+    assert ex.map(square_after_one, [], str(tmp_path)) == []
 
 
 @pytest.fixture(scope="module")

@@ -115,3 +115,26 @@ def test_an_observation_mini_already_truncated_is_not_truncated_again() -> None:
     assert render_observation(body, 0).count("<warning>") == 1
     # plain text that merely mentions the tag is rendered normally
     assert render_observation("<warning> not mini's\n", 1) == "<returncode>1</returncode>\n<output>\n<warning> not mini's\n</output>"
+
+
+@pytest.mark.parametrize("output", ["", "partial\n", "x" * 9999, "A" * 5000 + "MID" + "Z" * 5000, "é\n" * 6000])
+def test_timeout_message_matches_the_package(output: str) -> None:
+    from pipeline.convert.render import render_timeout
+
+    template = mini_agent.AgentConfig(**CFG).timeout_template
+    cmd = "sleep 100 && echo '{{x}}'"
+    assert render_timeout(cmd, output) == jinja(template, action={"action": cmd}, output=output)
+
+
+def test_timeout_message_is_what_the_real_agent_says() -> None:
+    from minisweagent.agents.default import ExecutionTimeoutError
+    from minisweagent.environments.local import LocalEnvironment
+    from minisweagent.models.test_models import DeterministicModel
+
+    from pipeline.convert.render import render_timeout
+
+    agent = mini_agent.DefaultAgent(DeterministicModel(outputs=[]), LocalEnvironment(timeout=1), **CFG)
+    cmd = "echo partial; sleep 5"
+    with pytest.raises(ExecutionTimeoutError) as err:
+        agent.execute_action({"action": cmd})
+    assert str(err.value) == render_timeout(cmd, "partial\n")

@@ -27,7 +27,7 @@ from pipeline.replay import (
 )
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-FILES = sorted(f for f in REAL.iterdir() if f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
+FILES = sorted(f for f in REAL.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
 
 # Differences the converter still has, by run and turn, with their defect class (issue 11). A
 # difference not listed here fails the test; a listed one that is fixed may disappear.

@@ -61,7 +61,9 @@ def test_parser_root_is_used_first() -> None:
 
 
 def test_foreign_roots_are_reported() -> None:
-    assert find_foreign_roots("cd /workspace/x && cat /repo/a") == ["/workspace/x", "/repo"]
+    # /workspace/x is a checkout only when x is the run's repo (other /workspace paths stay)
+    assert find_foreign_roots("cd /workspace/x && cat /repo/a") == ["/repo"]
+    assert find_foreign_roots("cd /workspace/x && cat /repo/a", repo="o__x") == ["/workspace/x", "/repo"]
 
 
 # The rewrite leaves out alternatives a text cannot match (the parser's root when absent, the
@@ -71,7 +73,7 @@ _ROOT_PIECES = ["/repo", "/app", "/workspace/foo", "/home/u/django", "/home/u/x"
                 "\n", "https://x.com/repo", "/repository", "/testbed", "//", "/",
                 # names followed by a dot, a dash or a longer name; roots holding non-path characters
                 "/home/u/django.", "/home/u/django.x", "/home/u/django-", "/home/u/a__django", "/home/",
-                "/tmp/tmpabcdef/", "/a:", "/a:/repo", "/a:/workspace", ":", "b"]
+                "/tmp/tmpabcdef/", "/a:", "/a:/repo", "/a:/workspace", ":", "b", "file://", "file:"]
 
 
 @settings(max_examples=1500, deadline=None)
@@ -83,14 +85,21 @@ def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo
     from pipeline.convert.roots import _AFTER, _BEFORE, _alternatives
 
     # the documented form: not after a word/path character, any root form, then a path boundary
-    full = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo, True)) + ")" + _AFTER)
+    alts = _alternatives(root, repo, True)
+    if not alts:  # the run's root is /testbed: nothing is rewritten
+        assert rewrite_roots(text, root, repo) == text
+        return
+    full = re.compile(_BEFORE + "(?:" + "|".join(alts) + ")" + _AFTER)
     assert rewrite_roots(text, root, repo) == full.sub("/testbed", text)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join))
-def test_foreign_roots_equal_the_documented_pattern(text: str) -> None:
-    from pipeline.convert.roots import _AFTER, _BEFORE
+@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
+       st.sampled_from([None, "owner/foo", "a__django"]))
+def test_foreign_roots_equal_the_documented_pattern(text: str, repo: str | None) -> None:
+    from pipeline.convert.roots import _AFTER, _BEFORE, _repo_names
 
-    full = re.compile(_BEFORE + r"(?:/workspace/[\w.-]+|/repo|/app|/[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
-    assert find_foreign_roots(text) == full.findall(text)
+    names = "|".join(re.escape(n) for n in _repo_names(repo))
+    workspace = f"/workspace/(?:{names})|" if names else ""
+    full = re.compile(_BEFORE + f"(?:{workspace}/repo|/app|/[A-Za-z0-9][\\w.-]*__[\\w.-]+)" + _AFTER)
+    assert find_foreign_roots(text, repo) == full.findall(text)

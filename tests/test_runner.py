@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 from pipeline.config import Config
+from pipeline.fileio import file_sha256
 from pipeline.runner import NoBenchmarks, RunSummary, run_pipeline
-from pipeline.state import WorkdirLocked, workdir_lock
+from pipeline.state import WorkdirLocked, seal_record, workdir_lock
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
 
 
@@ -160,14 +161,15 @@ def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> N
     run_pipeline(config(corpus, work))
     # pretend the store was written by an older release with other token hashing
     commit = work / "state" / "commits" / "000000.json"
-    record = orjson.loads(commit.read_bytes())
-    record["signature_scheme"] = "an-older-scheme"
-    commit.write_bytes(orjson.dumps(record))
     part = work / "state" / "published" / "000000.parquet"
     stale = pl.read_parquet(part).with_columns(
         pl.lit("stale").alias("exact_hash"),
         pl.col("minhash").list.eval(pl.element() // 2 + 1).alias("minhash"))
     stale.write_parquet(part)
+    record = orjson.loads(commit.read_bytes())
+    record["signature_scheme"] = "an-older-scheme"
+    record["files"]["published/000000.parquet"] = file_sha256(part)  # a consistent older store
+    commit.write_bytes(orjson.dumps(seal_record(record)))
     add_epoch(corpus, 2, [[distinct(1) | {"rollout_id": "re-export"}]], keep=shards)
     stats = run_pipeline(config(corpus, work)).stats
     assert stats["drops"] == {"traj_dedup/exact": 1}

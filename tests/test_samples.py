@@ -155,7 +155,7 @@ def test_sweagent_function_calling_published_turns(samples: Path) -> None:
     assert conv.outputs[2].startswith("Text replaced. Please review the changes and make sure they are correct:\n")
     assert conv.outputs[2].endswith("4:def division(a: float, b: float) -> float:\n5:    return a/b\n6:\n7:\n"
                                     '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n')
-    assert (conv.commands[3], conv.outputs[3]) == ("python tests/missing_colon.py", "8.2")
+    assert (conv.commands[3], conv.outputs[3]) == ("python tests/missing_colon.py", "8.2\n")  # newline restored
     assert conv.messages[-1]["content"].startswith("diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n")
 
 
@@ -173,7 +173,7 @@ def test_sweagent_function_calling_replays_on_the_demo_file(samples: Path, tmp_p
         assert (res.returncode, res.stdout) == (rc, out.replace("/testbed", str(tmp_path)))
     assert "def division(a: float, b: float) -> float:\n" in f.read_text()
     run = subprocess.run(["python3", "tests/missing_colon.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert run.stdout == conv.outputs[3] + "\n"  # SWE-agent 1.x recorded it without the final newline
+    assert run.stdout == conv.outputs[3]  # SWE-agent 1.x recorded it without the final newline: restored
 
 
 def test_sweagent_0x_pydicom_published_turns(samples: Path) -> None:

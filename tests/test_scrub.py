@@ -85,6 +85,25 @@ CASES: list[tuple[str, str, str]] = [
     ("env_secret", "MY_SERVICE_TOKEN='Zx81Lq0Pw7Nv' ./deploy.sh", "Zx81Lq0Pw7Nv"),
     ("env_secret", "APP_SECRET_KEY=yGzu4iuccZIJLvMADs4T", "yGzu4iuccZIJLvMADs4T"),
     ("hf_token", "HF_TOKEN=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", "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"),
+    # kinds the red-team pass found missed (issue 12)
+    ("anthropic_key", "ANTHROPIC_AUTH=sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA claude",
+     "sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA"),
+    ("slack_token", "SLACK_APP=xapp-1-A0123456789-1234567890-abcdef0123456789abcdef",
+     "xapp-1-A0123456789-1234567890-abcdef0123456789abcdef"),
+    ("slack_token", "refresh with xoxe-1-My0xLTEyMzQ1Njc4OTAtabcdef", "xoxe-1-My0xLTEyMzQ1Njc4OTAtabcdef"),
+    ("env_secret", "PGPASSWORD=q8Zr2LmX7vTp psql -h db -U app", "q8Zr2LmX7vTp"),
+    ("env_secret", "db_password=q8Zr2LmX7vTp", "q8Zr2LmX7vTp"),
+    ("aws_secret_key", '{"Version": 1, "SecretAccessKey": '
+     '"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"}', "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"),
+    ("private_key", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: bot\nPublic-Lines: 1\n"
+     "AAAAC3NzaC1lZDI1NTE5AAAAIOq\nPrivate-Lines: 1\nAAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q\n"
+     "Private-MAC: 0a1b2c3d4e5f60718293a4b5c6d7e8f9", "AAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q"),
+    ("url_password", "git clone https://bot:%40S3cr3tPw9x@git.internal.example/a.git", "%40S3cr3tPw9x"),
+    ("url_password", "git clone https://bot:_S3cr3tPw9x@git.internal.example/a.git", "_S3cr3tPw9x"),
+    ("auth_header", 'curl -H "Authorization: Basic Ym90OnMzY3IzdC1wdzk4" https://api.example', "Ym90OnMzY3IzdC1wdzk4"),
+    ("auth_header", "headers = {'Authorization': 'Bearer abcDEF123456ghiJKL789'}", "abcDEF123456ghiJKL789"),
+    ("encoded_secret", "echo Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ== | base64 -d > ~/.token",
+     "Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ=="),
 ]
 
 
@@ -163,3 +182,56 @@ def test_empty_batch() -> None:
     batch = work_frame([])
     out = Scrub(ctx())(batch)
     assert out.kept.height == 0 and out.dropped.height == 0
+
+
+# ------------------------------------------------------------------ every column, the ledger, validity
+
+
+def test_secrets_in_every_published_column_are_redacted() -> None:
+    token = GH
+    row = work_row(["ls", SUBMIT], ["a\n", ""], patch=f"+TOKEN = '{token}'\n", instance_id=f"acme__w-{token}",
+                   upstream_id=f"up-{token}", model=f"org/{token}", source_uid=f"file:///c/{token}.jsonl.gz#L1")
+    out = Scrub(ctx())(work_frame([row]))
+    kept = out.kept.row(0, named=True)
+    for col in ("patch", "instance_id", "upstream_id", "model", "source_uid"):
+        assert token not in kept[col] and "<REDACTED:github_token>" in kept[col], col
+    assert out.counters["scrub/github_token"] == 1
+
+
+def test_redaction_of_a_truncated_output_keeps_the_run_valid() -> None:
+    """A secret cut in two by the observation's truncation: the output is redacted and the
+    observation rendered again from it, so validation still passes and no part of it is left."""
+    from pipeline.convert.render import render_observation, submission_of
+    from pipeline.stages.validate import Validate
+
+    secret = "ghp_" + "Z9xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0i"
+    long_out = "x" * 4990 + secret + "\n" + "y" * 20000 + "\n"
+    row = work_row(["cat big.log", SUBMIT], [long_out, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"],
+                   problem_statement=f"Fix it; the CI token {secret} leaked")
+    msgs = row["messages"]
+    msgs[0]["content"] = __import__("pipeline.convert.render", fromlist=["x"]).render_system()
+    msgs[1]["content"] = __import__("pipeline.convert.render", fromlist=["x"]).render_instance(row["problem_statement"])
+    msgs[3]["content"] = render_observation(long_out, 0)
+    msgs[5]["content"] = submission_of("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n")
+    assert secret[:10] in msgs[3]["content"] and secret not in msgs[3]["content"]  # cut by the truncation
+    batch = work_frame([row])
+    assert Validate(ctx())(batch).kept.height == 1  # valid before scrubbing
+    scrubbed = Scrub(ctx())(batch).kept
+    assert secret[:10] not in str(scrubbed.row(0, named=True))
+    checked = Validate(ctx())(scrubbed)
+    assert checked.kept.height == 1, checked.dropped.to_dicts()
+
+
+def test_ledger_details_and_uids_are_scrubbed() -> None:
+    from pipeline.stages.scrub import scrub_ledger
+    from schemas.run import DROPS, empty
+
+    drops = pl.concat([empty(DROPS), pl.DataFrame([
+        {"source_uid": f"file:///c/{GH}.jsonl.gz#L1", "epoch": 1, "dataset": "d", "stage": "solution_leak",
+         "reason": "network_fetch", "detail": f"curl -u bot:{GH} https://api.github.com/repos/a/b"},
+        {"source_uid": "file:///c/x.jsonl.gz#L2", "epoch": 1, "dataset": "d", "stage": "validate",
+         "reason": "roles", "detail": "message 3: tool"}], schema=empty(DROPS).schema)])
+    clean = scrub_ledger(drops)
+    text = str(clean.to_dicts())
+    assert GH not in text and text.count("<REDACTED:github_token>") == 2
+    assert clean.row(1) == drops.row(1)

@@ -65,7 +65,7 @@ def mutate(conv: Converted, index: int, content: str) -> Converted:
     (2, "<tool_call>{\"name\": \"bash\"}</tool_call>\n\n```bash\necho 0\n```", "residue"),
     (2, "THOUGHT: <function=bash>\n\n```bash\necho 0\n```", "residue"),
     (3, "<returncode>0</returncode>\n<output>\nwrong\n</output>", "observation_shape"),
-    (3, "<returncode>0</returncode>\n<output>\n/workspace/x\n</output>", "foreign_root"),
+    (3, "<returncode>0</returncode>\n<output>\n/repo/x\n</output>", "foreign_root"),
     (7, "not the patch", "submit"),
 ])
 def test_each_rule_is_named_with_its_turn(index: int, content: str, rule: str) -> None:

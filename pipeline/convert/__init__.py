@@ -1,4 +1,4 @@
-"""Episode → mini-swe-agent v1 messages (DESIGN §4.1): roots rewritten, tools → bash, rendered.
+"""Episode → mini-swe-agent v1 messages: roots rewritten, tools → bash, rendered.
 
 ``convert_episode`` is the one entry point. Turn rules:
 
@@ -8,9 +8,16 @@
 * a submit/finish tool or a command printing the sentinel ends the run with the submit command;
   its output is the sentinel line + the patch the run recorded (the finish step's observation
   when it is a diff, else empty: counted ``convert/submission_unknown``); later steps are dropped;
-* a thought containing three backticks would add a ```` ```bash ```` match: its backticks become
-  ``~~~`` (``convert/thought_fence_rewritten``); a *command* with a line starting with three
-  backticks cannot be put in one block and drops the run (``convert/fence_in_command``);
+* a run that submits before any command ran (a chat-only run: messages, then ``finish``) shows no
+  action to learn from: dropped ``convert/no_actions``;
+* a thought is left as it was, three backticks included, as long as the rendered turn still holds
+  exactly one ```` ```bash ```` block, the command; only a thought that would add or break a
+  block has its backticks written ``~~~`` (``convert/thought_fence_rewritten``); a *command* with
+  a line starting with three backticks cannot be put in one block and drops the run
+  (``convert/fence_in_command``);
+* a command that never finished (``Step.timed_out``) gets mini-swe-agent's timeout message as its
+  reply, with what it printed before it was killed; its return code is None (mini records none),
+  never an inferred 0 (``convert/timed_out``);
 * runs longer than ``step_limit`` turns are cut there and are not submitted
   (``convert/step_limit_truncated``), like mini-swe-agent's LimitsExceeded (without its empty
   final message).
@@ -25,11 +32,14 @@ from pipeline.convert.render import (
     SENTINELS,
     SUBMIT_COMMAND,
     is_sentinel_output,
+    parse_actions,
+    render_assistant,
     render_messages,
 )
 from pipeline.convert.roots import rewrite_roots
 from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
 from pipeline.episode import Bash, ConvertError, Episode, ToolCall
+from pipeline.parsers.common import SUBMIT_MARKERS
 
 __all__ = ["Converted", "convert_episode", "SUBMIT_COMMAND"]
 
@@ -39,9 +49,10 @@ class Converted:
     messages: list[dict[str, str]]
     commands: list[str]
     outputs: list[str]
-    returncodes: list[int]
+    returncodes: list[int | None]  # None: the command timed out (rendered with mini's timeout message)
     submitted: bool
     counters: Counter[str] = field(default_factory=Counter)
+    problem_statement: str = ""  # the task as rendered: its roots rewritten like every message
 
 
 def _roots(value: object, root: str | None, repo: str | None) -> object:
@@ -63,7 +74,7 @@ def _submission(obs: str) -> str:
 
 
 def _is_submit_command(cmd: str) -> bool:
-    return cmd.strip() == "submit" or any(s in cmd for s in SENTINELS)
+    return cmd.strip() == "submit" or any(s in cmd for s in SUBMIT_MARKERS)
 
 
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
@@ -73,7 +84,7 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
     thoughts: list[str] = []
     commands: list[str] = []
     outputs: list[str] = []
-    returncodes: list[int] = []
+    returncodes: list[int | None] = []
     carry: list[str] = []  # thoughts waiting for the next emitted turn
     submitted = False
 
@@ -107,6 +118,8 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
             carry += [thought] if thought else []
             continue
         if action.kind == "submit":
+            if not commands:
+                raise ConvertError("no_actions", f"turn {turn}: {name} before any command")
             # a finish message is the agent's closing words: part of the submit turn's thought
             words = [*carry, thought, rewrite_roots(action.text, root, repo).strip()]
             thoughts.append("\n\n".join(w for w in words if w))
@@ -127,14 +140,17 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
         if cmd.startswith("```") or "\n```" in cmd:
             raise ConvertError("fence_in_command", f"turn {turn}: {name}")
         rc = action.returncode
-        if rc is None:
+        if step.timed_out:
+            rc = None
+            counters["convert/timed_out"] += 1
+        elif rc is None:
             rc = 0
             counters["convert/returncode_inferred"] += 1
         thoughts.append("\n\n".join([*carry, thought]) if carry else thought)
         carry = []
         commands.append(cmd)
         outputs.append(action.output)
-        returncodes.append(int(rc))
+        returncodes.append(None if rc is None else int(rc))
 
     if carry:
         counters["convert/trailing_thought_dropped"] += 1
@@ -145,11 +161,12 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
         del thoughts[step_limit:], commands[step_limit:], outputs[step_limit:], returncodes[step_limit:]
         submitted = False
     for i, t in enumerate(thoughts):
-        if "```" in t:
+        if "```" in t and parse_actions(render_assistant(t, commands[i])) != [commands[i]]:
             thoughts[i] = t.replace("```", "~~~")
             counters["convert/thought_fence_rewritten"] += 1
 
     counters["convert/turns"] += len(commands)
-    task = ep.task.problem_statement
+    # a harness preamble in the task ("checked out at /repo") names the root too
+    task = rewrite_roots(ep.task.problem_statement, root, repo)
     messages = render_messages(task, thoughts, commands, outputs, returncodes, submitted)
-    return Converted(messages, commands, outputs, returncodes, submitted, counters)
+    return Converted(messages, commands, outputs, returncodes, submitted, counters, task)

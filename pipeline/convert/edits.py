@@ -181,6 +181,20 @@ def insert_command(path: str, insert_line: int, new: str, ok_message: str,
     return python_heredoc(script.rstrip("\n"))
 
 
+def view_range_command(path: str, start: int, end: int, fail_message: str) -> str:
+    """``cat -n``-style view of lines ``start``..``end`` (-1: to the end) that first applies the
+    editor's ``view_range`` checks (str_replace_editor: the first line within the file, the last
+    not past it nor before the first) and, when one fails, prints the editor's recorded error and
+    exits 1: a failed ``view`` whose command prints exactly what the run showed."""
+    script = f"import sys\npath = {py_str(path)}\na, b = {int(start)}, {int(end)}\n"
+    script += _read("path") + "lines = text.split('\\n')\n"
+    script += "if not 1 <= a <= len(lines) or b > len(lines) or (b != -1 and b < a):\n"
+    script += _fail_branch(fail_message, "''")
+    script += "for i, line in enumerate(lines[a - 1:None if b == -1 else b], a):\n"
+    script += "    print(f'{i:6}\\t{line}')"
+    return python_heredoc(script)
+
+
 def _syntax_gate(reject_message: str | None) -> str:
     """SWE-agent lints a ``.py`` edit and restores the file when it no longer compiles: the
     candidate text is compiled first and, when it fails, the recorded rejection is printed."""

@@ -70,6 +70,28 @@ _TRUNCATED_RE = re.compile(
     r"</elided_chars>\n<output_tail>\n.*\n</output_tail>", re.S)
 
 
+def render_timeout(command: str, output: str) -> str:
+    """mini-swe-agent 1.17.5's ``AgentConfig.timeout_template`` (swebench.yaml keeps the default),
+    rendered exactly: the user message a command that was killed on its timeout gets. It has no
+    return code; ``output`` is what the command printed before it was killed."""
+    head = (f"The last command <command>{command}</command> timed out and has been killed.\n"
+            "The output of the command was:\n")
+    if len(output) < TRUNCATE_AT:
+        body = f"<output>\n{output}\n</output>"
+    else:
+        body = ("<warning>Output was too long and has been truncated.</warning>\n"
+                f"<output_head>\n{output[:5000]}\n</output_head>\n"
+                f"<elided_chars>{len(output) - TRUNCATE_AT} characters elided</elided_chars>\n"
+                f"<output_tail>\n{output[-5000:]}\n</output_tail>")
+    return f"{head}{body}\nPlease try another command and make sure to avoid those requiring interactive input."
+
+
+def render_reply(command: str, output: str, returncode: int | None) -> str:
+    """The user message after a command: its observation, or the timeout message when the
+    command never finished (``returncode`` None: mini records no return code for it)."""
+    return render_timeout(command, output) if returncode is None else render_observation(output, returncode)
+
+
 def render_assistant(thought: str, command: str) -> str:
     """THOUGHT + exactly one ```bash block; an empty thought leaves the block alone."""
     thought = thought.strip()
@@ -98,13 +120,14 @@ def submission_of(output: str) -> str:
 
 
 def render_messages(task: str, thoughts: list[str], commands: list[str], outputs: list[str],
-                    returncodes: list[int], submitted: bool) -> list[dict[str, str]]:
-    """[system, user(task), (assistant, user(observation))*]; a submit turn's reply is the patch."""
+                    returncodes: list[int | None], submitted: bool) -> list[dict[str, str]]:
+    """[system, user(task), (assistant, user(observation))*]; a submit turn's reply is the patch,
+    a timed-out command's (return code None) is mini's timeout message."""
     messages = [{"role": "system", "content": render_system()},
                 {"role": "user", "content": render_instance(task)}]
     for i, (thought, cmd, out, rc) in enumerate(zip(thoughts, commands, outputs, returncodes, strict=True)):
         messages.append({"role": "assistant", "content": render_assistant(thought, cmd)})
         last = i == len(commands) - 1
-        reply = submission_of(out) if (submitted and last) else render_observation(out, rc)
+        reply = submission_of(out) if (submitted and last) else render_reply(cmd, out, rc)
         messages.append({"role": "user", "content": reply})
     return messages

@@ -1,14 +1,19 @@
-"""Repo roots → ``/testbed`` (DESIGN §1 rewrite_roots), in every command, thought and output.
+"""Repo roots → ``/testbed``, in every command, thought and output.
+
+The root is the run's checkout, found from the run itself by its parser
+(``Episode.meta.repo_root``: the task's ``<uploaded_files>`` line or "repository in the directory
+…", the first ``cd``, the trace's working dir). When the run shows its root, only that root becomes
+``/testbed``: other paths under ``/workspace``, ``/tmp`` or ``/home`` (a scratch ``/workspace/test.c``,
+another project) stay as they were. Only when the run shows no root are the usual checkout forms
+tried, in order: ``/workspace/<name>``, ``/repo``, ``/app``, ``/home/<user>/<repo name>``, Python
+temp dirs ``/tmp/tmpXXXXXX/<name>`` and SWE-agent's ``/<owner>__<repo>``; where the task's repo is
+known, the workspace, home and temp-dir forms must end in its name, so ``/tmp/tmpab12cd/test.py``
+or ``/workspace/notes`` is not mistaken for a checkout.
 
 A root is recognised only where a path starts: the character before it may not be part of a word,
 a path or a URL host (``\\w . ~ / -``), so ``https://github.com/x/repo`` and ``/a/repo`` are left
-alone; and the root must end at a path boundary, so ``/repository`` and ``/apps/x`` are left alone.
-
-Recognised roots, in order: the root the parser saw (``Episode.meta.repo_root``), ``/workspace/<name>``,
-``/repo``, ``/app``, ``/testbed`` variants (``/testbed/`` doubled slashes are not touched),
-``/home/<user>/<repo name>``, Python temp dirs ``/tmp/tmpXXXXXX/<name>``, and SWE-agent's
-``/<owner>__<repo>``. Where the task's repo is known, the home and temp-dir forms must end in its
-name, so ``/tmp/tmpab12cd/test.py`` is not mistaken for a checkout.
+alone, except in a ``file://`` URL (pip's ``Obtaining file:///workspace/x``), whose path is a
+path; and the root must end at a path boundary, so ``/repository`` and ``/apps/x`` are left alone.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ import re
 from functools import lru_cache
 
 TESTBED = "/testbed"
-_BEFORE = r"(?<![\w.~/-])"
+_BEFORE = r"(?:(?<![\w.~/-])|(?<=file://))"
 _AFTER = r"(?=$|[^\w.-]|\.(?!\w))"  # "cd /repo." ends at the dot, "/repo.git" does not match
-_BEFORE_SLASH = r"(?<![\w.~/-]/)"  # _BEFORE, tested just after the root's leading slash
+_BEFORE_SLASH = r"(?:(?<![\w.~/-]/)|(?<=file:///))"  # _BEFORE, tested just after the root's leading slash
 
 
 def _repo_names(repo: str | None) -> list[str]:
@@ -33,14 +38,15 @@ def _repo_names(repo: str | None) -> list[str]:
 
 
 def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
-    """The root forms, in the order they are tried; without ``named``, the home and temp-dir
-    forms are left out."""
+    """The root forms, in the order they are tried: the run's own root alone when it has one
+    (none to rewrite when that is /testbed); else the usual checkout forms, without ``named``
+    leaving out the home and temp-dir forms."""
+    if repo_root and repo_root.rstrip("/"):
+        root = repo_root.rstrip("/")
+        return [] if root == TESTBED else [re.escape(root)]
     names = _repo_names(repo)
     name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
-    alts = []
-    if repo_root and repo_root.rstrip("/") not in ("", TESTBED):
-        alts.append(re.escape(repo_root.rstrip("/")))
-    alts += [r"/workspace/[\w.-]+", r"/repo", r"/app"]
+    alts = [rf"/workspace/{name}", r"/repo", r"/app"]
     if named:
         alts += [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"]
     alts += [r"/[A-Za-z0-9][\w.-]*__[\w.-]+"]
@@ -53,6 +59,8 @@ def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.
     ``/home/`` nor ``/tmp/tmp``, which cannot match those forms) the pattern does not depend on
     the repo, so one compiled pattern serves every run."""
     alts = _alternatives(repo_root, repo, named)
+    if not alts:
+        return re.compile(r"(?!)")  # the run's root is /testbed already: nothing to rewrite
     if all(a.startswith("/") for a in alts):
         # Same language, but led by the literal "/" so the regex engine skips straight from one
         # slash to the next instead of trying the lookbehind at every character; the lookbehind
@@ -65,24 +73,36 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
     """Every repo root in ``text`` replaced by /testbed."""
     if "/" not in text:
         return text
+    if repo_root and repo_root.rstrip("/"):
+        # only the run's own root: a text without it has nothing to rewrite
+        return _pattern(repo_root, None).sub(TESTBED, text) if repo_root.rstrip("/") in text else text
     # alternatives that cannot match this text are left out, which keeps the pattern shared
-    if repo_root and repo_root.rstrip("/") not in text:
-        repo_root = None
-    if "/home/" in text or "/tmp/tmp" in text:
-        return _pattern(repo_root, repo).sub(TESTBED, text)
-    return _pattern(repo_root, None, named=False).sub(TESTBED, text)
+    if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
+        return _pattern(None, repo).sub(TESTBED, text)
+    return _pattern(None, None, named=False).sub(TESTBED, text)
 
 
-# home and temp dirs are ambiguous without the repo name (``/home/u/.cache``), so not checked here
-# _FOREIGN without its lookarounds, for polars' regex engine: it matches wherever _FOREIGN does
-# (``[^\s/]`` admits every character ``[\w.-]`` does), so a text it finds nothing in holds no
-# foreign root. Kept next to _FOREIGN so the two change together.
+# Residue a converted run must not hold (validate's ``foreign_root``): ``/repo``, ``/app``,
+# SWE-agent's ``/<owner>__<repo>`` and ``/workspace/<the repo's name>``. Any other path under
+# /workspace (a scratch file, another project) is not a checkout, as in rewrite_roots; home and
+# temp dirs are ambiguous (``/home/u/.cache``), so not checked.
+# MAYBE_FOREIGN_RS is the check without its lookarounds, for polars' regex engine: it matches
+# wherever the check does (``[^\s/]`` admits every character ``[\w.-]`` does), so a text it finds
+# nothing in holds no foreign root. Kept next to _foreign so the two change together.
 MAYBE_FOREIGN_RS = r"/(?:workspace/|repo|app|[A-Za-z0-9][^\s/]*__)"
-_FOREIGN = re.compile("/" + _BEFORE_SLASH + r"(?:workspace/[\w.-]+|repo|app|[A-Za-z0-9][\w.-]*__[\w.-]+)" + _AFTER)
 
 
-def find_foreign_roots(text: str) -> list[str]:
-    """Repo roots other than /testbed left in ``text`` (validator's ``foreign_root`` rule)."""
+@lru_cache(maxsize=256)
+def _foreign(repo: str | None) -> re.Pattern[str]:
+    names = _repo_names(repo)
+    workspace = ["workspace/(?:" + "|".join(re.escape(n) for n in names) + ")"] if names else []
+    alts = [*workspace, "repo", "app", r"[A-Za-z0-9][\w.-]*__[\w.-]+"]
+    return re.compile("/" + _BEFORE_SLASH + "(?:" + "|".join(alts) + ")" + _AFTER)
+
+
+def find_foreign_roots(text: str, repo: str | None = None) -> list[str]:
+    """Repo roots other than /testbed left in ``text`` (validator's ``foreign_root`` rule);
+    ``repo``: the run's repo, whose ``/workspace/<name>`` checkout would be one."""
     if "/" not in text:
         return []
-    return [m.group(0) for m in _FOREIGN.finditer(text)]
+    return [m.group(0) for m in _foreign(repo or None).finditer(text)]

@@ -1,4 +1,4 @@
-"""SWE-agent's windowed file viewer/editor → bash (DESIGN §4.1).
+"""SWE-agent's windowed file viewer/editor → bash.
 
 Both shapes of a call are accepted, for every tool: the text form the SWE-agent parser gives for
 0.x text actions (``{"args": <first-line arguments>, "body": <edit body>}``) and the structured
@@ -199,7 +199,8 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
 
 def _text_call(name: str, rest: str, body: str, turn: int) -> WindowCall:
     if name == "edit":
-        m = re.fullmatch(r"(\d+)\s*:\s*(\d+)", rest)
+        # SWE-agent's 0.x ``edit`` reads only its first word (``$1``): ``edit 2:2 a.py`` is ``edit 2:2``
+        m = re.fullmatch(r"(\d+)\s*:\s*(\d+)(?:\s.*)?", rest, re.S)
         if m:
             return WindowCall(name, start=int(m.group(1)), end=int(m.group(2)), body=body)
         words = _words(rest, turn)  # 1.x text action: edit 'search' 'replace' [replace_all]

@@ -1,4 +1,4 @@
-"""Tool call → ONE bash command whose output is the observation (DESIGN §4.1, input-formats §5).
+"""Tool call → ONE bash command whose output is the observation (input-formats §5).
 
 Every converter returns an :class:`Action`: a command to run (``run``), text to fold into the
 next THOUGHT (``fold``: ``think``), nothing (``remove``: to-do and memory tools, ``C-c``
@@ -221,20 +221,87 @@ def view_command(path: str, view_range: Any = None) -> str:
     return f"cat -n {q}"
 
 
-def _missing(path: str, command: str) -> tuple[str, int]:
-    """What ``cat`` prints for a missing file (a ``| sed`` pipeline still exits 0)."""
+def _missing(path: str, command: str, obs: str = "No such file", turn: int = 0) -> tuple[str, int]:
+    """What ``cat`` prints for a missing file (a ``| sed`` pipeline still exits 0), when the
+    recorded error says the file is missing; any other read failure has no ``cat`` equivalent
+    and is a counted drop (``convert/unverifiable_view``)."""
+    if not _NO_PATH.search(obs):
+        raise ConvertError("unverifiable_view", f"turn {turn}: {obs.strip()[:80]}")
     return f"cat: {path}: No such file or directory\n", 0 if "|" in command else 1
 
 
-def convert_view(path: str, view_range: Any, obs: str, rc: int | None) -> Action:
+# a failed view's error that says the path is not there (cat prints its own message for that)
+_NO_PATH = re.compile(r"does not exist|No such file|not found|[Nn]o file", re.I)
+# str_replace_editor clips a long file's text at its limit and appends this note (OpenHands,
+# SWE-agent 1.x); the numbering is applied after the clip
+_CLIPPED = re.compile(r"<response clipped><NOTE>[^\n]*</NOTE>\n?\Z")
+
+
+def _clipped_view(path: str, body: str, turn: int) -> Action:
+    """A whole-file view the editor clipped: ``head -c N FILE | cat -n`` prints the same numbered
+    prefix (N: the bytes of the file's text that were shown). The clip note is harness text, like
+    the view's header. A clip inside a ``view_range`` is a counted drop."""
+    m = _CLIPPED.search(body)
+    assert m is not None
+    shown = body[: m.start()]
+    lines = shown.split("\n")
+    if not all(re.match(r" *\d+\t", ln) for ln in lines if ln):
+        raise ConvertError("clipped_view", f"turn {turn}: {path}")
+    raw = "\n".join(ln.split("\t", 1)[1] if ln else "" for ln in lines)
+    cmd = f"head -c {len(raw.encode('utf-8', 'surrogateescape'))} {edits.shell_quote(path)} | cat -n"
+    return Action("run", cmd, shown, 0)
+
+
+_HIDDEN_NOTE = re.compile(r"\n+\d+ hidden files/directories in this directory are excluded\. "
+                          r"You can use 'ls -la [^\n]*' to see them\.\s*\Z")
+
+
+def _marked_listing(path: str, body: str) -> Action | None:
+    """openhands-aci's directory view: ``find -L P -maxdepth 2`` without hidden entries, sorted,
+    directories marked with ``/`` (``P/`` first), joined without a final newline, then a note on
+    hidden entries (harness text, like the header). The command below prints the same lines when
+    the recorded order is byte order (``LC_ALL=C sort``), else the listing cannot be replayed
+    (``convert/unverifiable_listing``); None for other listings."""
+    body = _HIDDEN_NOTE.sub("", body)
+    lines = body.rstrip("\n").split("\n")
+    root = path.rstrip("/") or "/"
+    if lines[0] != root + "/":
+        return None
+    if lines != sorted(lines, key=lambda x: x.rstrip("/").encode()):
+        raise ConvertError("unverifiable_listing", f"{path}: not in byte order")
+    q = edits.shell_quote(root)
+    hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
+    cmd = (f"find -L {q} -maxdepth 2 -not \\( -path {hidden} \\) | LC_ALL=C sort | "
+           "while IFS= read -r p; do if [ -d \"$p\" ]; then echo \"$p/\"; else echo \"$p\"; fi; done")
+    return Action("run", cmd, "\n".join(lines) + "\n", 0)
+
+
+def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int = 0) -> Action:
+    """An editor ``view``: ``find`` for a directory, ``cat -n`` (``| sed`` for a range) for a file.
+
+    A failed view is never given an output it would not print: a missing path gets ``cat``'s own
+    message; a ``view_range`` the editor refused becomes a script applying the editor's checks,
+    which prints the recorded error (``edits.view_range_command``); any other failure is a
+    counted drop (``convert/unverifiable_view``)."""
     if _DIR_HEADER.match(obs):
         body = _DIR_HEADER.sub("", obs, count=1)
+        marked = _marked_listing(path, body)
+        if marked is not None:
+            return marked
         return Action("run", f"find {edits.shell_quote(path)} -maxdepth 2 -not -path '*/.*'", body, 0)
+    if "<response clipped><NOTE>" in obs:
+        if not _to_end(view_range) or (view_range and int(view_range[0]) != 1):
+            raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
+        return _clipped_view(path, _CAT_N_HEADER.sub("", obs, count=1), turn)
     body = _cat_n_body(obs, _to_end(view_range))
     if _CAT_N_HEADER.match(obs) or rc == 0 or not _failed(obs, rc):
         return Action("run", view_command(path, view_range), body, 0)
     cmd = view_command(path, view_range)
-    out, code = _missing(path, cmd)
+    if "view_range" in obs and isinstance(view_range, (list, tuple)) and len(view_range) == 2:
+        error = obs.strip("\n")
+        return Action("run", edits.view_range_command(path, int(view_range[0]), int(view_range[1]), error),
+                      error, 1)
+    out, code = _missing(path, cmd, obs, turn)
     return Action("run", cmd, out, code)
 
 
@@ -259,7 +326,7 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
     command = _s(args, "command", default="")
     path = _s(args, "path", default="") or ""
     if command == "view":
-        return convert_view(path, args.get("view_range"), obs, rc)
+        return convert_view(path, args.get("view_range"), obs, rc, turn)
     if command == "create":
         return _create_action(path, _s(args, "file_text", "content", default="") or "", obs, rc, turn)
     if command == "str_replace":
@@ -339,7 +406,7 @@ def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, tu
     if name == "Read":
         cmd = view_command(path, _range(args.get("offset"), args.get("limit")))
         if _failed(obs, rc) and "\u2192" not in obs:
-            out, code = _missing(path, cmd)
+            out, code = _missing(path, cmd, obs, turn)
             return Action("run", cmd, out, code)
         return Action("run", cmd, _claude_read_body(obs), 0)
     if name == "Write":
@@ -368,13 +435,13 @@ _GREP_LINE = re.compile(r"^[^\n:]+:\d+:")
 _NO_MATCH = re.compile(r"^\s*(No (matches|files|results) found|Found 0 matches)", re.I)
 
 
-def _read_file(args: dict[str, Any], obs: str, rc: int | None) -> Action:
+def _read_file(args: dict[str, Any], obs: str, rc: int | None, turn: int = 0) -> Action:
     """``read_file(path[, offset, limit])``: numbered (``cat -n``) or plain (``cat``/``sed``) text."""
     path = _s(args, "path", "file_path", "filename", default="") or ""
     rng = _range(args.get("offset", args.get("start_line")), args.get("limit"))
     if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
         cmd = view_command(path, rng)
-        out, code = _missing(path, cmd)
+        out, code = _missing(path, cmd, obs, turn)
         return Action("run", cmd, out, code)
     if _CAT_N_LINE.match(obs) or _CAT_N_HEADER.match(obs):
         return Action("run", view_command(path, rng), _cat_n_body(obs, rng is None or rng[1] == -1), 0)
@@ -474,6 +541,9 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     **{n: (_PATH, _NEW) for n in REPLACE_TOOLS}}
 
 
+_ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
+
+
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
@@ -498,17 +568,24 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    if SUBMIT_RE.match(name) and set(args) <= {"args", "body"} and str(args.get("args") or "").strip():
+        # a submit with an argument (a CTF flag) is not the patch submit, and has no shell command
+        raise ConvertError("unknown_tool", f"{name} <argument>")
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
         _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
+        if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
+            # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
+            # shell command prints that, and ``cat -n`` would claim the whole file
+            raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
         _require(name, args, _NEEDS[name], turn)
     if name in CLAUDE_TOOLS:
         return convert_claude(name, args, obs, rc, turn)
     if name in READ_TOOLS:
-        return _read_file(args, obs, rc)
+        return _read_file(args, obs, rc, turn)
     if name in WRITE_TOOLS:
         path = _s(args, "path", "file_path", "filename", default="") or ""
         return _create_action(path, _s(args, "content", "file_text", "text", default="") or "", obs, rc, turn)
@@ -518,7 +595,7 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         new = _s(args, "new_string", "new_str", "newText", "new_text", default="") or ""
         return _edit_action(path, [(str(args[old_key]), new, _truthy(args.get("replace_all")))], obs, rc)
     if name == "view" and "path" in args:
-        return convert_view(_s(args, "path", default="") or "", args.get("view_range"), obs, rc)
+        return convert_view(_s(args, "path", default="") or "", args.get("view_range"), obs, rc, turn)
     if name in LIST_TOOLS:
         return _list_dir(name, args, obs, turn)
     if name in SEARCH_TOOLS:

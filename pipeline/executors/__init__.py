@@ -1,4 +1,4 @@
-"""Executors map per-unit work; they know nothing about stages (DESIGN §5)."""
+"""Executors map per-unit work; they know nothing about stages."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.leaks.ngrams import bitmap, gram_hashes, gram_starts, is_in_sorted, maybe_in, token_hashes
-from pipeline.leaks.text import diff_side, norm_lines_expr
+from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
 
 GOLD_MIN_LINES = 3
 GOLD_CONTAINMENT = 0.5
@@ -179,6 +179,20 @@ def _hits(doc: pl.Expr | str, inst: pl.Expr | str, reason: str, score: pl.Expr |
             pl.lit(reason).alias("reason"), (pl.lit(score) if isinstance(score, float) else score).alias("score")]
 
 
+def _printed_in_patch(text: str, paths: list[str], added: list[str]) -> bool:
+    """Is one of ``added`` a ``+`` line of ``text`` under a ``+++`` header naming one of ``paths``
+    (a printed patch of that file, not a ``path.orig`` backup or another file)?"""
+    if not any(path in text for path in paths):
+        return False
+    current = ""
+    for raw in text.split("\n"):
+        if raw.startswith("+++ "):
+            current = raw[4:].strip().split("\t")[0].removeprefix("b/")
+        elif raw.startswith("+") and current in paths and norm_line(raw) in added:
+            return True
+    return False
+
+
 def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
     """(doc, inst, reason, score) of benchmark ids found as tokens (an id never spans a line; every id
     holds "__")."""
@@ -191,7 +205,8 @@ def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
     return ids.select(_hits("doc", "inst", "instance_id", 1.0))
 
 
-def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame) -> list[pl.DataFrame]:
+def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame,
+                    batch: pl.DataFrame | None = None) -> list[pl.DataFrame]:
     """Gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
     Only those lines are normalised: ``+`` lines of task and outputs, every line of the actions."""
     distinct = lines.distinct
@@ -204,8 +219,13 @@ def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFram
               .select("lid", pl.col("x").hash(seed=11).alias("h")))
     hits: list[pl.DataFrame] = []
     if index.gold.height:
-        m = (lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
-             .group_by("doc", "inst").len("n").join(index.gold_total, on="inst")
+        found = lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
+        # A gold line the run's own checkout printed as source before anything else showed it is the code
+        # of a fix merged before this checkout, not a leak: those (doc, h) pairs are removed.
+        quoted = quoted_from_checkout(found, batch) if batch is not None else None
+        if quoted is not None and quoted.height:
+            found = found.join(quoted, on=["doc", "h"], how="anti")
+        m = (found.group_by("doc", "inst").len("n").join(index.gold_total, on="inst")
              .filter((pl.col("n") >= pl.min_horizontal(pl.col("total"), pl.lit(GOLD_MIN_LINES)))
                      & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)))
         hits.append(m.select(_hits("doc", "inst", "gold_patch", pl.col("n") / pl.col("total"))))
@@ -215,11 +235,51 @@ def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFram
         # few candidates; a path (no whitespace) never spans the "\n" between the parts
         rows = {d: texts.row(d) for d in cand["doc"].unique().to_list()}
         pairs = [(d, i) for d, i in cand.iter_rows()
-                 if any(path in x for path in index.small_paths[i] for x in rows[d])]
+                 if any(_printed_in_patch(x, index.small_paths[i], diff_side(index.inst["patch"][i], "+"))
+                        for x in rows[d])]
         hits.append(pl.DataFrame({"doc": [d for d, _ in pairs], "inst": [i for _, i in pairs],
                                   "reason": ["gold_patch"] * len(pairs), "score": [1.0] * len(pairs)},
                                  schema=_HIT_SCHEMA))
     return hits
+
+
+def _line_hash(lines: list[str]) -> list[int]:
+    """Hashes of lines normalised as the gold patch's lines are (:func:`norm_lines_expr`, seed 11)."""
+    series = pl.Series("x", lines, dtype=pl.Utf8)
+    return pl.DataFrame([series]).select(norm_lines_expr(pl.col("x")).hash(seed=11))["x"].to_list()
+
+
+def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFrame:
+    """(doc, h) of matched gold lines whose first appearance in the run is plain source printed by its
+    own checkout (a ``cat``, a ``grep``; not a diff's ``+`` line, not the agent's own typing): code of a fix
+    merged before this checkout, which the agent may then quote, edit around or copy (``cp f f.orig``
+    shows up as ``+`` lines of its own diff) without anything having leaked.
+
+    Runs on the few candidate runs only, walking their turns in order: an action is the assistant's
+    message and its command, an observation the command's full output.
+    """
+    out_doc: list[int] = []
+    out_h: list[int] = []
+    for doc, hs in found.group_by("doc").agg(pl.col("h").unique()).iter_rows():
+        want = set(hs)
+        row = batch.row(doc, named=True)
+        thoughts = [m["content"] or "" for m in (row["messages"] or [])[2:] if m["role"] == "assistant"]
+        commands, outputs = row["commands"] or [], row["outputs"] or []
+        first: dict[int, bool] = {}  # h -> first seen as the checkout's plain source
+        for k in range(max(len(thoughts), len(commands), len(outputs))):
+            action = "\n".join([thoughts[k] if k < len(thoughts) else "", commands[k] if k < len(commands) else ""])
+            for h in set(_line_hash(action.split("\n"))) & want:
+                first.setdefault(h, False)
+            obs = (outputs[k] if k < len(outputs) else "").split("\n")
+            plus = [x for x in obs if x.startswith("+")]
+            for h in set(_line_hash(plus)) & want:
+                first.setdefault(h, False)
+            for h in set(_line_hash([x for x in obs if not x.startswith("+")])) & want:
+                first.setdefault(h, True)
+        quoted = [h for h, plain in first.items() if plain]
+        out_doc.extend([doc] * len(quoted))
+        out_h.extend(quoted)
+    return pl.DataFrame({"doc": out_doc, "h": out_h}, schema={"doc": pl.UInt32, "h": pl.UInt64})
 
 
 def statement_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:

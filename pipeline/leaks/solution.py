@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -113,6 +114,28 @@ def write_detail(turn: int, match: WriteMatch, cmd: str) -> str:
     quoted = json.dumps([x[:DETAIL_LINE_CHARS] for x in match.lines[:DETAIL_MATCH_LINES]], ensure_ascii=False)
     return (f"turn={turn} write_turn={match.turn} lines={match.seen}/{match.total} match={quoted} "
             f"cmd={cmd[:DETAIL_CMD_CHARS]}")
+
+
+_DETAIL = re.compile(r"^turn=(\d+)(?: write_turn=(\d+) lines=(\d+)/(\d+) match=(\[.*?\]))? cmd=(.*)$", re.S)
+
+
+def explain_detail(detail: str) -> dict[str, object] | None:
+    """A solution-leak drop's detail as fields: the attempted command and its turn, and for a drop
+    confirmed by the run's own write, that write's turn and the matching lines (None: not that shape)."""
+    m = _DETAIL.match(detail)
+    if not m:
+        return None
+    turn, write_turn, seen, total, match, cmd = m.groups()
+    out: dict[str, object] = {"attempt_turn": int(turn), "attempted_command": cmd}
+    if write_turn is not None:
+        try:
+            lines = json.loads(match)
+        except ValueError:
+            lines = [match]
+        out.update(write_turn=int(write_turn), lines_seen=f"{seen}/{total}", matching_lines=lines)
+    else:
+        out["confirmed_by"] = "the attempt's own output"
+    return out
 
 
 def pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:

@@ -17,11 +17,12 @@ the run had printed before the write.
 An attempt at turn ``i`` is confirmed by a write at turn ``j > i`` when the attempt's observation shows
 the write's introduced lines as the run later typed them — the same normalised lines and the same rule
 as for the final diff: each line seen *with its context* (its neighbours in the written post-image, up to
-``OWN_CONTEXT`` each side, as consecutive lines of the observation's post-image), a block counting when
+``OWN_CONTEXT`` on one side, as consecutive lines of the observation's post-image), a block counting when
 ``OWN_DIFF_CONTAINMENT`` of its lines are seen, the write confirmed when seen blocks hold that share of its
 introduced lines. An edit that carries no unchanged line takes its neighbours from where the run had
-printed the old text (``cat -n`` before ``str_replace``); a lone line without neighbours never confirms. Lines the run had already printed
-or typed before the attempt are the checkout's or its own, never delivered by the attempt.
+printed the old text (``cat -n`` before ``str_replace``; when that text is printed several times, the
+latest print); a lone line without neighbours never confirms. Lines the run had already printed or typed
+before the attempt are the checkout's or its own, never delivered by the attempt.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
 from pipeline.leaks.text import OWN_CONTEXT, distinctive, has_run, norm_line, obs_lines
 from pipeline.shell import Segment, split_command
 
-OWN_DIFF_CONTAINMENT = 0.8
 _PY = re.compile(r"^python[0-9.]*$")
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>)(.*)$")
 _SED_INPLACE = re.compile(r"^(?:-i\S*|--in-place\S*|-[a-hj-zA-Z]*i\S*)$")
@@ -278,6 +279,15 @@ def _segment_writes(turn: int, seg: Segment, nxt: Segment | None, known: list[li
 
 # ---------------------------------------------------------------------------------------------- matching
 
+def _with_neighbours(seq: list[str], post: list[str], i: int) -> bool:
+    """Is ``post[i]`` in ``seq`` together with its written neighbours on one side (up to OWN_CONTEXT lines
+    before it, or after it)? One side suffices: a copy of the fix shares the lines the run kept around it,
+    and the other side may reach past what a diff hunk prints."""
+    before = post[max(0, i - OWN_CONTEXT):i + 1]
+    after = post[i:i + OWN_CONTEXT + 1]
+    return any(len(win) > 1 and has_run(seq, win) for win in (before, after))
+
+
 def _seen_lines(w: Write, seq: list[str], skip: set[str]) -> tuple[int, int, list[str]]:
     """(introduced distinctive lines seen with context, their total, the seen lines) for one write."""
     intro = [i for i, (x, f) in enumerate(zip(w.post, w.new, strict=True)) if f and distinctive(x) and x not in skip]
@@ -285,7 +295,7 @@ def _seen_lines(w: Write, seq: list[str], skip: set[str]) -> tuple[int, int, lis
         return 0, 0, []
     if len(w.post) < 2:
         return 0, len(intro), []  # no neighbours: a lone line cannot be told from a stray equal line
-    seen = [i for i in intro if has_run(seq, w.post[max(0, i - OWN_CONTEXT):i + OWN_CONTEXT + 1])]
+    seen = [i for i in intro if _with_neighbours(seq, w.post, i)]
     # blocks: maximal runs of introduced lines; a block counts when most of its lines are seen
     total = len(intro)
     got: list[int] = []

@@ -1,4 +1,4 @@
-"""Affine trace envelopes: verifiers trace v1 with structured OpenAI tool calls (DESIGN §2.1)."""
+"""Affine trace envelopes: verifiers trace v1 with structured OpenAI tool calls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Affine ``duel_turns@v4`` view records: a node graph of baked text messages (DESIGN §2.1)."""
+"""Affine ``duel_turns@v4`` view records: a node graph of baked text messages."""
 
 from __future__ import annotations
 
@@ -26,6 +26,23 @@ def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int |
     if isinstance(p, bool) or not isinstance(p, int) or p < 0 or p >= n or p == i:
         return None
     return p
+
+
+def _cycle_node(parents: list[int | None]) -> int | None:
+    """A node on a cycle of parent links, or None (iterative: each node is walked once)."""
+    state = [0] * len(parents)  # 0 unseen, 1 on the current walk, 2 done
+    for start in range(len(parents)):
+        walk: list[int] = []
+        cur: int | None = start
+        while cur is not None and state[cur] == 0:
+            state[cur] = 1
+            walk.append(cur)
+            cur = parents[cur]
+        if cur is not None and state[cur] == 1:
+            return cur
+        for node in walk:
+            state[node] = 2
+    return None
 
 
 def longest_path(parents: list[int | None]) -> list[int]:
@@ -86,8 +103,12 @@ def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
             as_dict(nd, f"{where}[{i}]")
         p = _parent(nd, i, n, linear_default)
         if "parent" in nd and nd["parent"] is not None and p is None:
-            counters["parse/bad_parent"] += 1
+            # a parent that names no node is a corrupt record, not one to repair into some path
+            raise ParseError("bad_graph", f"{where}[{i}].parent: {str(nd['parent'])[:40]} names no other node")
         parents.append(p)
+    cycle = _cycle_node(parents)
+    if cycle is not None:
+        raise ParseError("bad_graph", f"{where}[{cycle}]: the parent links form a cycle")
     path = longest_path(parents)
     msgs: list[Msg] = []
     for i in path:

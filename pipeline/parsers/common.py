@@ -3,6 +3,14 @@ walker that pairs calls with observations, observation cleanup, roots, submit de
 
 Everything here treats its input as hostile: wrong types become ``ParseError("bad_shape", …)``
 with a location, never a ``KeyError``/``TypeError``.
+
+Format-error policy: a reply mini-swe-agent rejected (no or several ``bash`` blocks) and its nudge
+are removed, since the v1 format has no place for them; the next reply is kept word for word,
+unless its thought refers to that exchange (an apology, "exactly one command", "my previous
+response"): the run is then dropped (``parse/format_error_reference``), never edited.
+Timeouts: mini-swe-agent's own timeout message marks ``Step.timed_out`` with the partial output;
+one whose output is elided or was not kept is dropped (``parse/elided_output``,
+``parse/timeout_output_unknown``).
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from pipeline.parsers.dialects import (  # the thought helpers are re-exported f
     strip_think,
 )
 
-SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+# mini-swe-agent's sentinels; MICRO_SWE_AGENT_FINAL_OUTPUT is its pre-1.0 (micro-swe-agent) one
+SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT",
+                  "MICRO_SWE_AGENT_FINAL_OUTPUT")
 # Affine completion.py's finish-tool names (case-insensitive).
 FINISH_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"
@@ -212,6 +222,20 @@ def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str
 
 # --------------------------------------------------------------------------- observations
 
+# mini-swe-agent before 1.0 (micro-swe-agent, until July 2025) kept the streams apart:
+# "<returncode>\n{rc}\n</returncode>\n<stderr>\n{stderr}\n</stderr>\n<stdout>\n{stdout}\n</stdout>"
+PRE1_OBS_RE = re.compile(r"\A<returncode>\n(-?\d{1,9})\n</returncode>\n<stderr>\n(.*?)\n</stderr>\n"
+                         r"<stdout>\n(.*)\n</stdout>\Z", re.DOTALL)
+PRE1_ELIDED_RE = re.compile(r"\A<warning>\n.*</warning>\s*<observation_head>\n", re.DOTALL)
+# mini-swe-agent 1.x's timeout message (1.17.5; versions before 1.16 put a space before <output>)
+MINI_TIMEOUT_RE = re.compile(
+    r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
+    r"The output of the command was:\n ?<output>\n(.*)\n</output>\n"
+    r"Please try another command and make sure to avoid those requiring interactive input\.\Z", re.DOTALL)
+MINI_TIMEOUT_ELIDED_RE = re.compile(
+    r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
+    r"The output of the command was:\n<warning>Output was too long", re.DOTALL)
+PRE1_TIMEOUT = "The command timed out. Please change your command and make sure it doesn't require input."
 MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
 EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
@@ -236,6 +260,17 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
     """
     rc: int | None = None
+    pm1 = PRE1_OBS_RE.match(text) if text.startswith("<returncode>\n") else None
+    if pm1:
+        stderr, stdout = pm1.group(2), pm1.group(3)
+        if stderr and stdout:
+            # mini-swe-agent >= 1.0 records one merged stream; in what order the two were
+            # printed is not recorded, so the merged output cannot be derived
+            raise ParseError("split_streams", "a pre-1.0 observation with both stdout and stderr")
+        counters["parse/pre1_observation"] += 1
+        return stdout or stderr, int(pm1.group(1))
+    if PRE1_ELIDED_RE.match(text):
+        raise ParseError("elided_output", "a pre-1.0 observation whose middle the harness elided")
     m = MINI_OBS_RE.match(text)
     if m:
         rc = int(m.group(1))
@@ -293,6 +328,16 @@ def restore_pty_newlines(ep: Episode) -> Episode:
 # --------------------------------------------------------------------------- the walker
 
 FORMAT_ERROR_MARKERS = ("EXACTLY ONE action", "found 0 actions", "Please always provide")
+# Policy for the reply after a removed format-error exchange: mini-swe-agent's v1 format has no
+# place for the rejected reply and its nudge, so both go; the next reply is kept word for word,
+# unless its thought refers to that exchange (an apology, "exactly one command", "my previous
+# response", the format): such a run would teach a model to answer an error it never saw, and is
+# dropped (``parse/format_error_reference``) rather than edited.
+FORMAT_ERROR_REFERENCE_RE = re.compile(
+    r"\b(?:exactly one|(?:only |a )?one (?:single )?(?:bash )?(?:command|action|code ?block|block)s?\b"
+    r"|single (?:bash )?(?:command|action|code ?block)|triple backticks|format(?:ting)? (?:error|requirement|rule)"
+    r"|(?:my|the) (?:previous|last) (?:response|reply|message|answer)|apologi[sz]e|sorry|multiple (?:commands|actions|code ?blocks))",
+    re.IGNORECASE)
 
 
 def walk_messages(msgs: list[Msg], counters: Counter[str], *,
@@ -312,6 +357,7 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
     carry = ""
     dialects: Counter[str] = Counter()
     last_text_dialect = ""
+    after_format_error = False
     start = first_user_index(msgs) + 1
     for m in msgs[start:]:
         if m.role == "system":
@@ -328,6 +374,10 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
+            if after_format_error and FORMAT_ERROR_REFERENCE_RE.search(thought):
+                raise ParseError("format_error_reference",
+                                 f"the reply after a removed format error refers to it: {thought[:80]!r}")
+            after_format_error = False
             dialects[dialect] += 1
             last_text_dialect = dialect
             thought = join_thought(carry, thought)
@@ -356,6 +406,7 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
         if not open_:
             carry = ""
             counters["parse/orphan_user_message"] += 1
+            after_format_error = after_format_error or any(k in m.text for k in FORMAT_ERROR_MARKERS)
             continue
         if (last_text_dialect == "bash" and "<returncode>" not in m.text
                 and any(k in m.text for k in FORMAT_ERROR_MARKERS)):
@@ -364,6 +415,7 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
                 del steps[i]
             pending, filled, carry = [], {i for i in filled if i < len(steps)}, ""
             counters["parse/format_error_turn"] += 1
+            after_format_error = True
             continue
         blocks = split_tool_responses(m.text)
         if blocks is None:
@@ -384,6 +436,16 @@ def _call_id(s: Step) -> str | None:
 
 
 def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    if raw.startswith(("The last command <command>", PRE1_TIMEOUT)):
+        tm = MINI_TIMEOUT_RE.match(raw)
+        if tm:  # mini-swe-agent killed the command: what it printed until then
+            step.observation, step.returncode, step.timed_out = tm.group(1), None, True
+            counters["parse/timed_out"] += 1
+            return
+        if MINI_TIMEOUT_ELIDED_RE.match(raw):
+            raise ParseError("elided_output", "a timed-out command whose output the harness elided")
+        if raw.strip() == PRE1_TIMEOUT:
+            raise ParseError("timeout_output_unknown", "pre-1.0 timeout message: what it printed was not kept")
     obs, marker_rc = clean_observation(raw, counters)
     step.observation = obs
     step.returncode = rc if rc is not None else marker_rc

@@ -1,4 +1,4 @@
-"""Tool calls baked into assistant text (DESIGN §2.1, research/input-formats.md §0, §1.4, §2, §3).
+"""Tool calls baked into assistant text (research/input-formats.md §0, §1.4, §2, §3).
 
 Dialects, tried in this order on one assistant message:
 

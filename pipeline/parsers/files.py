@@ -37,6 +37,18 @@ def _is_event_list(x: Any) -> bool:
             and all("role" not in e for e in x[:5]))
 
 
+def _is_openhands_record(obj: dict[str, Any]) -> bool:
+    """An OpenHands evaluation ``output.jsonl`` line (``instruction``, ``history``, ``test_result``)
+    or resolver output (``history``, ``git_patch``): its history holds events, ``[action,
+    observation]`` pairs or bare action/observation dicts, never chat messages."""
+    history = obj.get("history")
+    if not isinstance(history, list) or not ("instruction" in obj or "test_result" in obj or "git_patch" in obj):
+        return False
+    head = [x for h in history[:20] for x in (h if isinstance(h, list) else [h])]
+    return any(isinstance(x, dict) and ("action" in x or "observation" in x) for x in head) and not any(
+        isinstance(x, dict) and "role" in x for x in head[:5])
+
+
 def detect_format(obj: Any) -> str | None:
     """The trajectory format of one decoded JSON value (a run), or None when it is not one."""
     if _is_message_list(obj):
@@ -49,6 +61,8 @@ def detect_format(obj: Any) -> str | None:
         return "Affine corpus"
     if isinstance(obj.get("trace"), dict) and isinstance(obj.get("task"), dict):
         return "Affine trace"
+    if _is_openhands_record(obj):
+        return "OpenHands"
     if isinstance(obj.get("history"), list) and ("trajectory" in obj or "info" in obj
                                                  or "environment" in obj or "replay_config" in obj
                                                  or _is_message_list(obj["history"])):
@@ -97,10 +111,12 @@ def _not_a_run(obj: Any) -> str:
     return f"unrecognised {type(obj).__name__}"
 
 
-def iter_trajectory_file(path: Path, max_bytes: int = 1 << 30) -> Iterator[RawRun | Quarantined]:
-    """One RawRun per run in ``path`` (``#row=<n>`` for JSON documents, ``#L<line>`` for JSONL)."""
+def iter_trajectory_file(path: Path, max_bytes: int = 1 << 30, *, name: str | None = None
+                         ) -> Iterator[RawRun | Quarantined]:
+    """One RawRun per run in ``path`` (``#row=<n>`` for JSON documents, ``#L<line>`` for JSONL);
+    source_uids start with ``name`` (default: the file name)."""
     path = Path(path)
-    name = path.name
+    name = name or path.name
     try:
         data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":

@@ -1,11 +1,19 @@
 """mini-swe-agent ``*.traj.json``: v1 (```` ```bash ````) and v2 (```` ```mswea_bash_command ````,
-or native ``bash`` tool calls with ``role: "tool"`` results and ``extra.returncode``)."""
+or native ``bash`` tool calls with ``role: "tool"`` results and ``extra.returncode``), as a bare
+message list or ``{info, messages, trajectory_format}``; and its pre-1.0 form (micro-swe-agent).
+
+Pre-1.0 runs recorded ``<returncode>\nN\n</returncode>\n<stderr>…</stderr>\n<stdout>…</stdout>``:
+the observation becomes the one stream that printed (both printed: ``parse/split_streams``, as
+mini >= 1.0 merges them in an order the record does not keep). Their sentinel
+``MICRO_SWE_AGENT_FINAL_OUTPUT`` is a submit, and the submission they recorded lost its final
+newline (``"\n".join(lines[1:])``), which ``git diff`` always prints: it is put back.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipeline.episode import Episode, RawRun
+from pipeline.episode import Bash, Episode, RawRun
 from pipeline.parsers.common import (
     first_user_text,
     language_hint,
@@ -13,6 +21,8 @@ from pipeline.parsers.common import (
     normalize_messages,
     opt_str,
 )
+
+PRE1_SENTINEL = "MICRO_SWE_AGENT_FINAL_OUTPUT"
 
 
 def _dig(d: Any, *keys: str) -> Any:
@@ -31,7 +41,7 @@ def parse_miniswe(raw: RawRun) -> Episode:
     instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
                    or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)
     user = first_user_text(msgs)
-    return messages_episode(
+    ep = messages_episode(
         msgs,
         instance_id=instance_id,
         repo=opt_str(rec.get("repo")) or "",
@@ -47,3 +57,9 @@ def parse_miniswe(raw: RawRun) -> Episode:
         fold_group=None,
         epoch=raw.epoch,
     )
+    last = ep.steps[-1]
+    if (isinstance(last.call, Bash) and PRE1_SENTINEL in last.call.command
+            and last.observation.lstrip("\n").startswith("diff --git") and not last.observation.endswith("\n")):
+        last.observation += "\n"
+        ep.counters["parse/submission_newline_restored"] += 1
+    return ep

@@ -1,4 +1,18 @@
-"""OpenHands event streams (``trajs/*.json``): a list of action and observation events.
+"""OpenHands runs: event streams (``trajs/*.json``, a list of action and observation events),
+evaluation ``output.jsonl`` lines (``instance_id``, ``instruction``, ``history``, ``metadata``,
+``test_result``) and the older resolver output (``history`` of bare action/observation dicts,
+``git_patch``).
+
+A ``history`` is read as events in any of its three shapes: event dicts with ids and ``cause``;
+``[action, observation]`` pairs (evaluation outputs before 2025); bare dicts without ids, fields
+at the top level instead of under ``args`` (the resolver), each observation answering the action
+before it. The patch a run recorded (``test_result.git_patch``, ``git_patch``) is its finish
+step's submission; it gets back the final newline ``git diff`` prints when the record stripped it.
+
+The checkout root is the task's ``<uploaded_files>`` line, else the shell's directory at the first
+command (``metadata.working_dir``), else the first ``cd``, else the first editor path's folder.
+A command with a negative exit code never finished (``Step.timed_out``); OpenHands' wait notes
+around its output (``[The command has no new output after …]``) are removed.
 
 Agent actions become Steps; the tool call is taken from ``tool_call_metadata`` (the model's own
 ``tool_calls``, so names and arguments are as the model sent them), else rebuilt from the
@@ -9,6 +23,7 @@ text the model was shown, rather than OpenHands' internal diff.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -18,9 +33,11 @@ from pipeline.parsers.common import (
     as_list,
     clean_observation,
     decode_args,
+    detect_root,
     join_thought,
     make_episode,
     opt_str,
+    resolved_from,
     strip_think,
     text_of,
 )
@@ -74,14 +91,90 @@ def _action_call(action: str, args: dict[str, Any]) -> ToolCall:
     return ToolCall(action, {k: v for k, v in args.items() if k != "thought"})
 
 
+# What OpenHands adds around the output of a command it stopped waiting for (metadata.prefix /
+# metadata.suffix, also baked into ``content`` by some versions): harness notes, not output.
+_WAIT_PREFIX_RE = re.compile(r"\A\[Below is the output of the previous command\.\]\n")
+_WAIT_SUFFIX_RE = re.compile(
+    r"\n*\[(?:The command has no new output after|The command timed out after|Command timed out after)"
+    r"[^\n]*\]\s*\Z")
+
+
+def strip_wait_notes(obs: str, md: dict[str, Any]) -> str:
+    """The output of a command OpenHands stopped waiting for, without its wait notes."""
+    for key in ("suffix", "prefix"):
+        note = md.get(key)
+        if isinstance(note, str) and note.strip():
+            obs = obs.removesuffix(note) if key == "suffix" else obs.removeprefix(note)
+    obs = _WAIT_PREFIX_RE.sub("", obs, count=1)
+    m = _WAIT_SUFFIX_RE.search(obs, max(obs.rfind("\n["), 0)) if obs.rstrip().endswith("]") else None
+    if m:
+        obs = obs[: m.start()] + ("\n" if m.start() and not obs[: m.start()].endswith("\n") else "")
+    return obs
+
+
+_EVENT_KEYS = frozenset({"id", "timestamp", "source", "message", "action", "observation", "cause",
+                         "args", "extras", "tool_call_metadata", "llm_metrics", "timeout"})
+
+
+def _as_event(ev: Any, where: str, n: int, pending: list[str]) -> dict[str, Any]:
+    """One history item as an event with an id (and a cause, for an observation: the action
+    just before it)."""
+    ev = dict(as_dict(ev, where))
+    if ev.get("id") is None:
+        ev["id"] = f"h{n}"
+    if ev.get("action") is not None:
+        if not isinstance(ev.get("args"), dict):  # resolver: the arguments are the item's fields
+            ev["args"] = {k: v for k, v in ev.items() if k not in _EVENT_KEYS}
+        if ev.get("source") is None:
+            ev["source"] = "user" if n == 0 and ev.get("action") == "message" else "agent"
+        pending[:] = [str(ev["id"])]
+    elif ev.get("observation") is not None:
+        if ev.get("cause") is None and pending:
+            ev["cause"] = pending[0]
+        if not isinstance(ev.get("extras"), dict):
+            code = ev.get("exit_code")
+            ev["extras"] = {"metadata": {"exit_code": code}} if isinstance(code, int) else {}
+        pending.clear()
+    return ev
+
+
+def _events(payload: dict[str, Any]) -> list[Any]:
+    """The run's events: ``events``, or a ``history`` in any of its shapes."""
+    if "events" in payload or "history" not in payload:
+        return as_list(payload.get("events"), "events")
+    history = as_list(payload.get("history"), "history")
+    flat: list[Any] = []
+    for i, item in enumerate(history):
+        if isinstance(item, list):  # an [action, observation] pair
+            flat += [x for x in item if isinstance(x, dict) and x]
+        else:
+            flat.append(as_dict(item, f"history[{i}]"))
+    if all(ev.get("id") is not None for ev in flat[:5]) and any(ev.get("cause") is not None for ev in flat):
+        return flat
+    pending: list[str] = []
+    return [_as_event(ev, f"history[{n}]", n, pending) for n, ev in enumerate(flat)]
+
+
+def recorded_patch(payload: dict[str, Any]) -> str:
+    """The patch an evaluation or resolver record kept, with git diff's final newline."""
+    result = payload.get("test_result")
+    patch = result.get("git_patch") if isinstance(result, dict) else payload.get("git_patch")
+    if not isinstance(patch, str) or not patch.strip():
+        return ""
+    if "\r\n" in patch and "\n" not in patch.replace("\r\n", ""):
+        patch = patch.replace("\r\n", "\n")  # recorded through a pty, as the resolver's is
+    return patch if patch.endswith("\n") else patch + "\n"
+
+
 def parse_openhands(raw: RawRun) -> Episode:
-    events = as_list(raw.payload.get("events"), "events")
+    events = _events(raw.payload)
     counters: Counter[str] = Counter()
     steps: list[Step] = []
     by_id: dict[str, int] = {}
     task_text: str | None = None
     carry = ""
     model = "unknown"
+    working_dir: str | None = None  # the shell's directory when the first command ran
     for i, ev in enumerate(events):
         ev = as_dict(ev, f"events[{i}]")
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
@@ -125,24 +218,60 @@ def parse_openhands(raw: RawRun) -> Episode:
         obs, rc = clean_observation(text, counters)
         md = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
         code = md.get("exit_code")
+        if working_dir is None and isinstance(md.get("working_dir"), str) and md["working_dir"].startswith("/"):
+            working_dir = md["working_dir"]
         step = steps[by_id[cause]]
+        if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+            # -1: still running when OpenHands stopped waiting (no new output, or its timeout);
+            # -2: moved to a background session. Either way the command never finished.
+            obs = strip_wait_notes(obs, md)
+            step.timed_out = True
+            counters["parse/timed_out"] += 1
         step.observation = obs
         step.returncode = code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else rc
     if task_text is None:
         raise ParseError("no_task", "no user message event")
-    # OpenHands mounts the repo under /workspace; the tool paths show which folder.
-    root = None
+    payload = raw.payload
+    patch = recorded_patch(payload)
+    if patch and steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
+        steps[-1].observation = patch  # the run's submission, as the record kept it
+    instance = payload.get("instance") if isinstance(payload.get("instance"), dict) else {}
+    llm = payload.get("metadata", {}).get("llm_config") if isinstance(payload.get("metadata"), dict) else None
+    if model == "unknown" and isinstance(llm, dict):
+        model = opt_str(llm.get("model")) or model
+    return make_episode(
+        task_text=task_text, steps=steps, dialect="events", counters=counters,
+        instance_id=opt_str(payload.get("instance_id"))
+        or (opt_str(payload.get("__file__")) or "").removesuffix(".json") or raw.source_uid,
+        repo=opt_str(payload.get("repo")) or opt_str(instance.get("repo")) or "", pool="openhands",
+        language="unknown", base_commit=opt_str(instance.get("base_commit") or payload.get("base_commit")),
+        patch=None, origin=raw.origin, harness="openhands", model=model,
+        source_uid=raw.source_uid, resolved=_resolved(payload), fold_group=None, epoch=raw.epoch,
+        root_hint=_root(task_text, steps, working_dir))
+
+
+def _resolved(payload: dict[str, Any]) -> str:
+    result = payload.get("test_result")
+    report = result.get("report") if isinstance(result, dict) else None
+    if isinstance(report, dict) and "resolved" in report:
+        return resolved_from(report["resolved"])
+    return resolved_from(payload["success"]) if "success" in payload else "unknown"
+
+
+def _root(task_text: str, steps: list[Step], working_dir: str | None) -> str | None:
+    """The run's checkout: the task's ``<uploaded_files>`` line or "in the directory …"; else
+    the shell's directory when the first command ran (OpenHands starts in the workspace it
+    mounted); else the first ``cd`` into a checkout; else the folder of the first editor path."""
+    return (detect_root(task_text, []) or (working_dir.rstrip("/") or None if working_dir else None)
+            or detect_root("", steps) or _tool_root(steps))
+
+
+def _tool_root(steps: list[Step]) -> str | None:
+    """OpenHands mounts the repo under /workspace: the folder the first editor path is in
+    (``/workspace`` itself for a file written there)."""
     for s in steps:
         path = s.call.args.get("path") if isinstance(s.call, ToolCall) else None
         if isinstance(path, str) and path.startswith("/workspace/"):
             parts = path.split("/")
-            root = "/".join(parts[:3]) if len(parts) > 3 else "/workspace"
-            break
-    return make_episode(
-        task_text=task_text, steps=steps, dialect="events", counters=counters,
-        instance_id=opt_str(raw.payload.get("instance_id"))
-        or (opt_str(raw.payload.get("__file__")) or "").removesuffix(".json") or raw.source_uid,
-        repo=opt_str(raw.payload.get("repo")) or "", pool="openhands", language="unknown",
-        base_commit=None, patch=None, origin=raw.origin, harness="openhands", model=model,
-        source_uid=raw.source_uid, resolved="unknown", fold_group=None, epoch=raw.epoch,
-        root_hint=root)
+            return "/".join(parts[:3]) if len(parts) > 3 else "/workspace"
+    return None

@@ -1,4 +1,4 @@
-"""SWE-Lego rows: OpenHands non-function-calling text (DESIGN §2.2)."""
+"""SWE-Lego rows: OpenHands non-function-calling text."""
 
 from __future__ import annotations
 

@@ -17,7 +17,13 @@ from pipeline.parsers.common import (
     restore_pty_newlines,
     row_task_messages,
 )
-from pipeline.parsers.sweagent import settle_submits
+from pipeline.parsers.sweagent import (
+    declared_tools,
+    mark_timeouts,
+    restore_final_newlines,
+    settle_submits,
+    tool_actions,
+)
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
 
@@ -45,5 +51,8 @@ def parse_swesmith(raw: RawRun) -> Episode:
         fold_group=None,
         epoch=raw.epoch,
     )
+    tool_actions(ep, declared_tools(next((m.text for m in msgs if m.role == "system"), "")))
+    mark_timeouts(ep)
     settle_submits(ep)  # SWE-agent's review-on-submit: the run ends at its last submit
+    restore_final_newlines(ep)  # recorded by SWE-agent 1.x (swe-rex), which stripped them
     return restore_pty_newlines(ep)

@@ -28,8 +28,25 @@ CONTENTS = [("Resolved", "resolved"), ("Harness", "harness"), ("Task pool", "aff
             ("Language", "language")]
 
 
+# the two names the card uses before a reader can know them, said once where first used
+GLOSSARY = ("Albedo is the training-data collection these datasets are made for (it keeps a catalog of tasks "
+            "and runs); `mini-coder` is its source of coding-agent runs in mini-swe-agent's text format.")
+# the per-run steps in funnel order, as the summary sentence names their drops: stage → (one, several)
+SUMMARY_STEPS = [("quarantine", ("unreadable", "unreadable")), ("parse", ("not parsable", "not parsable")),
+                 ("convert", ("not convertible", "not convertible")),
+                 ("task_dedup", ("benchmark task", "benchmark tasks")),
+                 ("solution_leak", ("solution leak", "solution leaks")),
+                 ("benchmark_leak", ("benchmark leak", "benchmark leaks")), ("validate", ("invalid", "invalid")),
+                 ("traj_dedup", ("duplicate", "duplicates"))]
+
+
 def fmt(n: int) -> str:
     return f"{n:,}"
+
+
+def runs(n: int, noun: str = "run") -> str:
+    """``1 run``, ``2 runs``: a count with its noun agreeing."""
+    return f"{fmt(n)} {noun}{'' if n == 1 else 's'}"
 
 
 def size_category(n: int) -> str:
@@ -168,14 +185,28 @@ def _prefixed(mapping: dict[str, int], prefix: str) -> int:
     return sum(int(v) for k, v in mapping.items() if k.startswith(prefix))
 
 
+def _stages(drops: dict[str, int]) -> dict[str, int]:
+    """Drops per stage from stats.json's ``stage/reason`` counts."""
+    out: dict[str, int] = {}
+    for key, n in drops.items():
+        out[key.split("/", 1)[0]] = out.get(key.split("/", 1)[0], 0) + int(n)
+    return out
+
+
+def dataset_line(dataset: str, stats: dict) -> str:
+    """How many runs this dataset ingested and what became of them (stats.json)."""
+    ingested = int(stats.get("ingested", {}).get("by_dataset", {}).get(dataset, 0))
+    published = int(stats.get("published", {}).get("by_dataset", {}).get(dataset, 0))
+    dropped = int(stats.get("dropped", {}).get("by_dataset", {}).get(dataset, 0))
+    return (f"This dataset: {runs(ingested)} ingested, {fmt(dropped)} dropped, {fmt(published)} published "
+            "(unreadable input belongs to no dataset and is counted in the summary below).")
+
+
 def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
-    """The across-all-datasets sentence, every number from stats.json."""
+    """The across-all-datasets sentence, every number from stats.json; it adds up: exported minus
+    every drop named in it equals published."""
     drops: dict[str, int] = stats.get("drops", {})
     ingested = int(stats.get("ingested", {}).get("total", 0))
-    quarantined = int(stats.get("quarantined", {}).get("total", 0))
-    # runs that survived reading, parsing and conversion (the ledger also records it as "converted")
-    converted = int(stats.get("converted", ingested - quarantined - _prefixed(drops, "parse/")
-                              - _prefixed(drops, "convert/")))
     published = stats.get("published", {})
     n_sets = len([d for d, n in published.get("by_dataset", {}).items() if n])
     if n_sets == 1:
@@ -184,17 +215,27 @@ def across_all(stats: dict, *, benchmarks_checked: bool) -> str:
         lead = "Across both datasets"
     else:
         lead = f"Across all {NUMBER_WORDS[n_sets] if n_sets < len(NUMBER_WORDS) else fmt(n_sets)} datasets"
-    bench = (f"{fmt(_prefixed(drops, 'benchmark_leak/'))} as benchmark leaks" if benchmarks_checked
-             else "the benchmark check skipped")
-    sentence = (f"{lead}: {fmt(ingested)} runs exported, {fmt(converted)} converted, "
-                f"{fmt(_prefixed(drops, 'solution_leak/'))} dropped as solution leaks, {bench}, "
-                f"{fmt(int(published.get('total', 0)))} published.")
+    named = {stage for stage, _ in SUMMARY_STEPS}
+    # quarantined input from the quarantine block: it is counted there even without a reason entry
+    steps = [(words, int(stats.get("quarantined", {}).get("total", 0)) if stage == "quarantine"
+              else _prefixed(drops, stage + "/")) for stage, words in SUMMARY_STEPS]
+    steps += [((f"dropped by {stage}",) * 2, n) for stage, n in sorted(_stages(drops).items()) if stage not in named]
+    parts = [f"{fmt(n)} {words[n != 1]}" for words, n in steps if n]
+    dropped = sum(n for _, n in steps)
+    sentence = (f"{lead}: {runs(ingested)} exported, {fmt(dropped)} dropped ("
+                + ("; ".join(parts) if parts else "none") + f"), {fmt(int(published.get('total', 0)))} published.")
+    if not benchmarks_checked:
+        sentence += " The benchmark check was skipped."
     secrets = {k.split("/", 1)[1]: int(v) for k, v in stats.get("counters", {}).items()
                if k.startswith("scrub/") and int(v)}
     if secrets:
         kinds = ", ".join(f"{fmt(n)} `{k}`" for k, n in sorted(secrets.items(), key=lambda kv: (-kv[1], kv[0])))
         sentence += f" Secrets redacted: {fmt(sum(secrets.values()))} ({kinds})."
     return sentence
+
+
+def _carry(n: int) -> str:
+    return f"{fmt(n)} {'row here carries' if n == 1 else 'rows here carry'} albedo's id"
 
 
 def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
@@ -205,22 +246,22 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: dict, *,
         step1 = (f"1. **Task-level dedup:** tasks matching one of our benchmarks were dropped "
                  f"{_drop_note(_stage_counts(drops, ('task_dedup',)))}. Runs on tasks albedo already has "
                  f"were kept, under albedo's own task id when that id points at the same checkout the run had "
-                 f"({fmt(albedo_ids)} rows here carry albedo's id).")
+                 f"({_carry(albedo_ids)}).")
         on = f" against {', '.join(f'`{t}`' for t in tables)}" if tables else ""
         step5 = (f"5. **Benchmark leaks dropped**{on}: gold patches, problem statements and instance ids "
                  f"of benchmark tasks {_drop_note(_stage_counts(drops, ('benchmark_leak',)))}.")
     else:
         step1 = (f"1. **Task-level dedup:** the benchmark task check was skipped (no benchmark tables, "
                  f"`--no-benchmarks`). Runs on tasks albedo already has were kept, under albedo's own task id "
-                 f"when that id points at the same checkout the run had ({fmt(albedo_ids)} rows here carry "
-                 f"albedo's id).")
+                 f"when that id points at the same checkout the run had ({_carry(albedo_ids)}).")
         step5 = ("5. **Benchmark leaks:** the benchmark check was skipped for this build (`--no-benchmarks`); "
                  "no run was compared with benchmark tasks.")
     return [
         f"From `trajpipe` {CODE_VERSION}:",
         "",
         step1,
-        f"2. **Trajectory-level dedup:** no run is identical to another or to any run albedo already has "
+        "2. **Trajectory-level dedup:** runs whose actions repeat another run's, exactly or nearly (MinHash "
+        "estimate of their similarity), or a run albedo already has, were dropped, so no two runs left are alike "
         f"{_drop_note(_stage_counts(drops, ('traj_dedup',)))}.",
         "3. **Conversion:** every tool call became one bash command with what that command prints; edits became a "
         "`python3` heredoc that replaces the exact text; harness wrappers, to-do and memory tools were removed "
@@ -249,9 +290,12 @@ def render_card(dataset: str, frame: pl.DataFrame, stats: dict, drops: pl.DataFr
     lines = [
         f"# {dataset}",
         "",
-        f"{fmt(frame.height)} coding-agent trajectories on {fmt(tasks)} {_join_words(pools)} tasks, converted to "
+        f"{fmt(frame.height)} coding-agent {'trajectory' if frame.height == 1 else 'trajectories'} on {fmt(tasks)} "
+        f"{_join_words(pools)} task{'' if tasks == 1 else 's'}, converted to "
         "the format of albedo's `mini-coder` source (mini-swe-agent: one ```bash command per assistant turn, "
-        "`<returncode>`/`<output>` observations, mini-coder's system prompt and task template).",
+        "`<returncode>`/`<output>` observations, mini-coder's system prompt and task template). " + GLOSSARY,
+        "",
+        dataset_line(dataset, stats),
         "",
         f"- **Origin:** {origin_text(origin, frame['source_uid'].to_list(), epochs)}",
         f"- **Machine:** {machine_text(harness)}. Albedo tells machines apart by source name, so each kind of "

@@ -23,7 +23,8 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.config import CODE_VERSION
-from pipeline.fileio import file_sha256
+from pipeline.faults import crashpoint
+from pipeline.fileio import atomic_write_json, file_sha256
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
@@ -81,9 +82,10 @@ def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, st
     out_dir.mkdir(parents=True, exist_ok=True)
     lazy = published.lazy()
     names = sorted(lazy.select(pl.col("dataset").unique()).collect().to_series().to_list())
+    bad = [n for n in names if not isinstance(n, str) or not DATASET_RE.match(n)]
+    if bad:  # checked before anything is written
+        raise PublishRefused(f"not a dataset name: {bad[0]!r}")
     for name in names:
-        if not DATASET_RE.match(name):
-            raise ValueError(f"not a dataset name: {name!r}")
         rows = lazy.filter(pl.col("dataset") == name)
         # the card needs every column but the two big ones; the shards stream row group by row group
         narrow = rows.select(pl.exclude("messages", "patch", "minhash")).collect()
@@ -94,45 +96,201 @@ def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, st
         write_shards(rows, tree / "data", plan=plan)
         card = render_card(name, narrow, stats, drops, benchmarks_checked=benchmarks_checked, epochs=epochs,
                            num_bytes=plan.num_bytes)
+        crashpoint("publish_write")
         write_bytes_if_changed(tree / "README.md", card.encode())
+        crashpoint("publish_write")
     for old in out_dir.iterdir():
         if old.name not in names and old.is_dir() and DATASET_RE.match(old.name):
             shutil.rmtree(old)
     return names
 
 
-def _copy_if_changed(src: Path, dest: Path) -> bool:
+def _copy_verified(src: Path, dest: Path, sha: str) -> bool:
+    """Copy ``src`` to ``dest`` (temp + rename), hashing the bytes as they are copied: a file that
+    differs from the manifest's sha256 is refused, never placed. Unchanged files are not touched."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    shutil.copyfile(src, tmp)
-    return replace_if_changed(tmp, dest)
+    h = hashlib.sha256()
+    try:
+        with src.open("rb") as fin, tmp.open("wb") as fout:
+            for block in iter(lambda: fin.read(1 << 20), b""):
+                h.update(block)
+                fout.write(block)
+        if h.hexdigest() != sha:
+            raise PublishRefused(f"{src} changed while it was copied (sha256 differs from the manifest)")
+        return replace_if_changed(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _stats_near(src: Path) -> dict[str, Any] | None:
     """The build's stats.json when ``src`` is ``<workdir>/publish``."""
     path = src.parent / "ledger" / "stats.json"
-    return orjson.loads(path.read_bytes()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        stats = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise PublishRefused(f"{path} is damaged ({exc}): rerun `trajpipe run`") from None
+    return stats if isinstance(stats, dict) else {}
 
 
 def publish_to_dir(src: Path, to: Path, *, stats: dict[str, Any] | None = None) -> list[str]:
-    """Copy every dataset tree of ``src`` to ``to`` (unchanged files untouched, stale shards removed).
+    """Copy the whole build at ``src`` to ``to`` (unchanged files untouched, stale shards removed,
+    its MANIFEST.json last).
 
-    Refuses when the build's stats (given, or ``<src>/../ledger/stats.json``) fail the checks.
+    Refuses (:class:`PublishRefused`) unless ``src`` verifies against its manifest
+    (:func:`verify_build`) and the build's stats (given, or ``<src>/../ledger/stats.json``) pass.
     """
     stats = stats if stats is not None else _stats_near(src)
     if stats is not None:
         check_publishable(stats)
-    names = sorted(p.name for p in src.iterdir() if is_dataset_dir(p))
+    root = src.resolve()  # one build, even if `run` switches ``src`` meanwhile
+    manifest = verify_build(root)
+    names: list[str] = manifest["datasets"]
     for name in names:
-        files = tree_files(src / name)
+        files = sorted(rel.split("/", 1)[1] for rel in manifest["files"] if rel.startswith(f"{name}/"))
         for rel in files:
-            _copy_if_changed(src / name / rel, to / name / rel)
+            _copy_verified(root / name / rel, to / name / rel, manifest["files"][f"{name}/{rel}"])
         target_data = to / name / "data"
         if target_data.is_dir():
             for old in target_data.iterdir():
                 if SHARD_RE.match(old.name) and f"data/{old.name}" not in files:
                     old.unlink()
+    atomic_write_json(to / MANIFEST, manifest)
     return names
+
+
+# ---------------------------------------------------------------------------------- whole builds
+
+MANIFEST = "MANIFEST.json"
+MANIFEST_FORMAT = 1
+BUILDS = "builds"  # <workdir>/builds/<build id>/ ; <workdir>/publish is a symlink to the current one
+
+
+def _tree_listing(root: Path) -> list[str]:
+    """Every regular file under ``root`` (relative, sorted) but the manifest; symlinks are refused."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in [*dirnames, *filenames]:
+            if os.path.islink(os.path.join(dirpath, n)):
+                raise PublishRefused(f"{os.path.join(dirpath, n)} is a symlink: not part of a build")
+        for n in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, n), root)
+            if rel != MANIFEST:
+                out.append(rel.replace(os.sep, "/"))
+    return sorted(out)
+
+
+def write_manifest(tree: Path, stats: dict[str, Any]) -> dict[str, Any]:
+    """Seal a finished build: the sha256 of every file, its datasets and its books, written last.
+
+    A reader trusts a tree only when every file matches this manifest (:func:`verify_build`)."""
+    files = {rel: file_sha256(tree / rel) for rel in _tree_listing(tree)}
+    build = hashlib.sha256(orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    manifest = {
+        "format": MANIFEST_FORMAT, "build": build, "code_version": CODE_VERSION,
+        "datasets": sorted({rel.split("/", 1)[0] for rel in files if "/" in rel}),
+        "files": files, "invariant": stats.get("invariant"), "validation": stats.get("validation"),
+    }
+    crashpoint("publish_write")
+    atomic_write_json(tree / MANIFEST, manifest)
+    return manifest
+
+
+def verify_build(root: Path) -> dict[str, Any]:
+    """The manifest of the whole build at ``root``; :class:`PublishRefused` unless every file it
+    names is there with its sha256, nothing else is, and its books balance."""
+    path = root / MANIFEST
+    try:
+        manifest = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PublishRefused(f"{root} has no {MANIFEST}: it is not a finished build (rerun `trajpipe run`)") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise PublishRefused(f"{path} is damaged ({exc}): rerun `trajpipe run`") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
+            or not isinstance(manifest.get("datasets"), list):
+        raise PublishRefused(f"{path} is not a trajpipe build manifest")
+    check_publishable(manifest)
+    files: dict[str, str] = manifest["files"]
+    present = _tree_listing(root)
+    if present != sorted(files):
+        extra = sorted(set(present) - set(files))[:3]
+        missing = sorted(set(files) - set(present))[:3]
+        raise PublishRefused(f"{root} is not the build its manifest describes (missing {missing}, "
+                             f"unexpected {extra}): rerun `trajpipe run`")
+    for rel, sha in files.items():
+        if file_sha256(root / rel) != sha:
+            raise PublishRefused(f"{root / rel} differs from the build manifest (sha256): rerun `trajpipe run`")
+    return manifest
+
+
+def stage_build(workdir: Path) -> tuple[Path, bool]:
+    """A fresh staging dir for the next build, pre-filled with hard links to the current build's
+    intact files (each checked against its manifest), so unchanged files keep their bytes and
+    mtimes; every writer replaces files by rename, never in place, so the current build is never
+    touched. Returns the dir and whether the current build verified whole."""
+    builds = workdir / BUILDS
+    builds.mkdir(parents=True, exist_ok=True)
+    for stale in builds.glob(".staging-*"):  # left by a killed run (the caller holds the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    stage = builds / f".staging-{os.getpid()}"
+    stage.mkdir()
+    current = workdir / "publish"
+    if not current.is_dir():
+        return stage, False
+    try:
+        recorded = orjson.loads((current / MANIFEST).read_bytes()).get("files")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        recorded = None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    try:
+        present = _tree_listing(current)
+    except PublishRefused:
+        return stage, False
+    intact = current.is_symlink() and sorted(recorded) == present
+    for rel in present:
+        if recorded.get(rel) != file_sha256(current / rel):
+            intact = False  # a damaged or unrecorded file is rewritten, never carried over
+            continue
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.link(current / rel, stage / rel)
+    return stage, intact
+
+
+def switch_build(workdir: Path, stage: Path, manifest: dict[str, Any], *, current_intact: bool) -> Path:
+    """Make the sealed ``stage`` the published build: ``<workdir>/publish`` is switched to it with
+    one rename, so a reader sees the old build or the new one, never a mix. When the current
+    build is intact and identical, everything is left as it was. Returns the build dir."""
+    publish = workdir / "publish"
+    builds = workdir / BUILDS
+    if current_intact and publish.is_symlink():
+        try:
+            same = orjson.loads((publish / MANIFEST).read_bytes()).get("files") == manifest["files"]
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            same = False
+        if same:
+            shutil.rmtree(stage)
+            return publish.resolve()
+    final = builds / manifest["build"]
+    if final.exists():
+        # a leftover of a killed run, or the current build damaged: moved aside, never half-removed
+        aside = builds / f".old-{os.getpid()}"
+        shutil.rmtree(aside, ignore_errors=True)
+        os.rename(final, aside)
+    os.rename(stage, final)
+    crashpoint("publish_write")
+    if publish.exists() and not publish.is_symlink():  # a work dir from before builds/: moved aside
+        os.rename(publish, builds / f".legacy-{os.getpid()}")
+    link = workdir / f".publish.tmp-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    os.symlink(f"{BUILDS}/{final.name}", link)
+    os.replace(link, publish)  # the switch
+    crashpoint("publish_write")
+    for old in builds.iterdir():
+        if old.name != final.name:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
 
 
 # ---------------------------------------------------------------------------------------- Hub
@@ -244,6 +402,8 @@ def publish_to_hub(src: Path, org: str, *, api: HfApi | None = None, token: str 
     stats = stats if stats is not None else _stats_near(src)
     if stats is not None:
         check_publishable(stats)
+    src = src.resolve()  # one build, even if `run` switches ``src`` meanwhile
+    verify_build(src)
     token = resolve_token(token)
     api = api if api is not None else HfApi(token=token)
     auth: dict[str, Any] = {"token": token} if token is not None else {}

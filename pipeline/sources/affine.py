@@ -15,7 +15,10 @@ import orjson
 from pipeline.config import Limits
 from pipeline.episode import Quarantined, RawRun
 from pipeline.sources.base import (
+    SHA256_RE,
+    SHA_PREFIX_RE,
     STREAM_ERRORS,
+    FetchFailed,
     ShardVerdict,
     Unit,
     UnsafeKey,
@@ -25,6 +28,7 @@ from pipeline.sources.base import (
     open_location,
     quarantine_reason,
     read_json,
+    redact_url,
     resolve_key,
 )
 
@@ -57,17 +61,20 @@ def _manifest_chain(base: str, current: dict) -> list[dict]:
 def list_units(location: str, *, base_url: str | None = None) -> tuple[list[Unit], list[Quarantined]]:
     """Every active view shard and every trace chunk of the corpus at ``location``.
 
-    A shard's epoch is the ``corpus_epoch`` of the oldest revision listing it. Entries whose key
-    escapes the corpus root are refused (returned as quarantine entries).
+    A shard's epoch is the ``corpus_epoch`` of the oldest revision listing it. Every listed entry
+    ends as a unit or as one quarantine entry with its reason: a non-object entry, a key that
+    escapes the corpus root, a sha256 that is not 64 hex digits, an ``active`` that is not a
+    boolean, or a key listed twice with different sha256s (neither can be trusted).
     """
     read_base = base_url_of(location)
-    base = (base_url or read_base).rstrip("/")
+    base = redact_url((base_url or read_base).rstrip("/"))  # uids and messages never hold a password
+    shown = redact_url(read_base)
     try:
         current = read_json(resolve_key(read_base, "corpus/manifest.json"))
     except (OSError, ValueError) as exc:
-        raise ManifestError(f"cannot read {read_base}/corpus/manifest.json: {exc}") from exc
+        raise ManifestError(f"cannot read {shown}/corpus/manifest.json: {exc}") from None
     if not isinstance(current, dict) or not isinstance(current.get("shards"), list):
-        raise ManifestError(f"{read_base}/corpus/manifest.json has no shard list")
+        raise ManifestError(f"{shown}/corpus/manifest.json has no shard list")
     first_epoch: dict[str, int] = {}
     for rev in reversed(_manifest_chain(read_base, current)):
         epoch = rev.get("corpus_epoch")
@@ -77,20 +84,44 @@ def list_units(location: str, *, base_url: str | None = None) -> tuple[list[Unit
     units: list[Unit] = []
     refused: list[Quarantined] = []
     cur_epoch = current.get("corpus_epoch") if isinstance(current.get("corpus_epoch"), int) else None
-    for shard in current["shards"]:
-        if not isinstance(shard, dict) or not shard.get("active", True):
+    where = f"{base}/corpus/manifest.json"
+    listed: dict[str, list[tuple[int, str]]] = {}  # key -> [(entry index, sha256)]
+    for i, shard in enumerate(current["shards"]):
+        uid = f"{where}#shard={i}"
+        if not isinstance(shard, dict):
+            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
+                                       f"shard entry {i} is a JSON {type(shard).__name__}, not an object"))
+            continue
+        active = shard.get("active", True)
+        if active is False:
             continue
         key, sha = shard.get("key"), shard.get("sha256")
-        if not isinstance(key, str) or not isinstance(sha, str):
-            refused.append(Quarantined(f"{base}/corpus/manifest.json", cur_epoch, "bad_manifest_entry",
-                                       f"shard entry without key/sha256: {str(shard)[:200]}"))
+        if active is not True:
+            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
+                                       f"shard entry {i}: active must be true or false, not {active!r:.40}"))
+        elif not isinstance(key, str) or not isinstance(sha, str):
+            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
+                                       f"shard entry {i} without key/sha256 strings"))
+        elif not SHA256_RE.match(sha.lower()):
+            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
+                                       f"shard entry {i}: sha256 is not 64 hex digits"))
+        else:
+            listed.setdefault(key, []).append((i, sha.lower()))
+    for key, entries in listed.items():
+        if len({sha for _, sha in entries}) > 1:  # one key cannot hold two contents
+            refused += [Quarantined(f"{where}#shard={i}", cur_epoch, "bad_manifest_entry",
+                                    f"shard entry {i}: key listed {len(entries)} times with different sha256")
+                        for i, _ in entries]
             continue
+        refused += [Quarantined(f"{where}#shard={i}", cur_epoch, "bad_manifest_entry",
+                                f"shard entry {i}: a repeat of entry {entries[0][0]} (same key and sha256)")
+                    for i, _ in entries[1:]]
         try:
             loc = resolve_key(read_base, key)
         except UnsafeKey as exc:
-            refused.append(Quarantined(f"{base}/{key}", cur_epoch, "unsafe_key", str(exc)))
+            refused.append(Quarantined(f"{where}#shard={entries[0][0]}", cur_epoch, "unsafe_key", str(exc)))
             continue
-        units.append(Unit("affine-view", base, key, sha, first_epoch.get(key, cur_epoch), "raw",
+        units.append(Unit("affine-view", base, key, entries[0][1], first_epoch.get(key, cur_epoch), "raw",
                           location=loc))
     units.extend(_trace_units(read_base, base, cur_epoch, refused))
     units.sort(key=lambda u: (u.source, u.key))
@@ -103,24 +134,39 @@ def _trace_units(read_base: str, base: str, epoch: int | None, refused: list[Qua
         listing = read_json(resolve_key(read_base, "traces/manifest.json"))
     except (OSError, ValueError):
         listing = None
+    where = f"{base}/traces/manifest.json"
     if isinstance(listing, dict) and isinstance(listing.get("chunks"), list):
-        for c in listing["chunks"]:
-            if isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("sha256"), str):
-                ep = c.get("corpus_epoch", c.get("epoch"))
-                entries.append((c["key"], c["sha256"], ep if isinstance(ep, int) else epoch))
+        for i, c in enumerate(listing["chunks"]):
+            if not (isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("sha256"), str)
+                    and SHA_PREFIX_RE.match(c["sha256"].lower())):
+                refused.append(Quarantined(f"{where}#chunk={i}", epoch, "bad_manifest_entry",
+                                           f"chunk entry {i}: needs a key and a sha256 of 12 to 64 hex digits"))
+                continue
+            ep = c.get("corpus_epoch", c.get("epoch"))
+            entries.append((c["key"], c["sha256"].lower(), ep if isinstance(ep, int) else epoch))
     elif read_base.startswith("file://"):
         # No listing: every chunk, its sha12 taken from its name (verified by prefix on read).
         root = Path(read_base[len("file://"):])
         for p in sorted((root / "traces" / "chunks").glob("*.jsonl.gz")):
             stem = p.name[: -len(".jsonl.gz")]
-            entries.append((f"traces/chunks/{p.name}", stem.rsplit("-", 1)[-1], epoch))
+            sha = stem.rsplit("-", 1)[-1].lower()
+            if not SHA_PREFIX_RE.match(sha):
+                refused.append(Quarantined(f"{base}/traces/chunks/{p.name}", epoch, "bad_manifest_entry",
+                                           "chunk name carries no sha256 prefix of 12+ hex digits"))
+                continue
+            entries.append((f"traces/chunks/{p.name}", sha, epoch))
     out = []
+    seen: set[str] = set()
     for key, sha, ep in entries:
         try:
             loc = resolve_key(read_base, key)
         except UnsafeKey as exc:
-            refused.append(Quarantined(f"{base}/{key}", ep, "unsafe_key", str(exc)))
+            refused.append(Quarantined(f"{base}/{key!r}", ep, "unsafe_key", str(exc)))
             continue
+        if key in seen:
+            refused.append(Quarantined(f"{base}/{key}#repeat", ep, "bad_manifest_entry", "chunk listed twice"))
+            continue
+        seen.add(key)
         out.append(Unit("affine-trace", base, key, sha, ep, "gzip", location=loc))
     return out
 
@@ -138,7 +184,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     try:
         stream = open_location(unit.location)
     except OSError as exc:
-        yield ShardVerdict(False, "unreadable", str(exc))
+        yield ShardVerdict(False, "unreadable", f"{type(exc).__name__}: {exc}"[:500], retry=isinstance(exc, FetchFailed))
         return
     counting = _Counting(stream) if unit.sha_scope == "gzip" else None
     try:
@@ -161,10 +207,13 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
                 while counting.read(1 << 20):
                     pass
     except STREAM_ERRORS as exc:
-        yield ShardVerdict(False, quarantine_reason(exc), f"{type(exc).__name__}: {exc}")
+        yield ShardVerdict(False, quarantine_reason(exc), f"{type(exc).__name__}: {exc}"[:500],
+                           retry=isinstance(exc, FetchFailed))
         return
     got = raw_sha.hexdigest() if raw_sha is not None else counting.sha.hexdigest()  # type: ignore[union-attr]
-    if not got.startswith(unit.sha256.lower()):
+    want = unit.sha256.lower()
+    if not (SHA256_RE.match(want) or (unit.source == "affine-trace" and SHA_PREFIX_RE.match(want))) \
+            or not got.startswith(want):
         yield ShardVerdict(False, "bad_sha256", f"expected {unit.sha256}, got {got}")
         return
     yield ShardVerdict(True)

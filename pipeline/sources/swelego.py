@@ -1,11 +1,21 @@
-"""SWE-Lego files (DESIGN §2.2): Parquet or JSONL with ``instance_id`` and ``messages``."""
+"""SWE-Lego files: Parquet or JSONL with ``instance_id`` and ``messages``, local or on the Hub.
+
+A location is a local file or folder, ``hf://datasets/<org>/<name>[@rev][/path]`` (read through
+``huggingface_hub``'s ``HfFileSystem``, streamed: Parquet row groups are fetched as they are read),
+or any fsspec URL whose filesystem is installed (``s3://…`` with s3fs, …). Source uids are
+``<dataset>:<path in the dataset>#row=<n>`` where ``<dataset>`` is the folder's (or Hub repo's)
+name, so the same files read locally or from the Hub get the same uids.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import IO, Any
 
 import orjson
 import pyarrow.parquet as pq
@@ -14,6 +24,97 @@ from pipeline.config import Limits
 from pipeline.episode import Quarantined, RawRun
 from pipeline.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
+
+
+class SourceUnavailable(OSError):
+    """A remote SWE-Lego location that cannot be listed (unknown scheme, no such repo, offline)."""
+
+
+def is_remote(location: str) -> bool:
+    """An fsspec URL (``hf://``, ``s3://``, …) rather than a local path or ``file://``."""
+    head, sep, _ = location.partition("://")
+    return bool(sep) and len(head) > 1 and head != "file"
+
+
+def filesystem_for(url: str) -> tuple[Any, str]:
+    """The seam to remote storage: (fsspec filesystem, path inside it) for ``url``. ``hf://`` is
+    ``huggingface_hub.HfFileSystem`` (token from ``HF_TOKEN`` or ``huggingface-cli login``)."""
+    if url.startswith("hf://"):
+        from huggingface_hub import HfFileSystem
+
+        return HfFileSystem(), url[len("hf://"):]
+    import fsspec
+
+    return fsspec.core.url_to_fs(url)
+
+
+def _open(location: str) -> IO[bytes]:
+    """A seekable binary stream over a local path or a remote URL (fetched in blocks as read)."""
+    if is_remote(location):
+        fs, path = filesystem_for(location)
+        return fs.open(path, "rb")
+    return open(location.removeprefix("file://"), "rb")
+
+
+@contextlib.contextmanager
+def _parquet_file(location: str) -> Iterator[pq.ParquetFile]:
+    """A ParquetFile over a local path (read by Arrow directly) or a remote stream."""
+    if not is_remote(location):
+        yield pq.ParquetFile(location.removeprefix("file://"))
+        return
+    with _open(location) as fh:
+        yield pq.ParquetFile(fh)
+
+
+def _remote_sha256(fs: Any, path: str, info: dict) -> str:
+    """Content identity of a remote file: the Hub's LFS sha256 (the file's own sha256) when it has
+    one, else the sha256 of the bytes, streamed."""
+    lfs = info.get("lfs")
+    if isinstance(lfs, dict) and isinstance(lfs.get("sha256"), str):
+        return lfs["sha256"]
+    h = hashlib.sha256()
+    with fs.open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hub_dataset_root(path: str) -> str | None:
+    """``datasets/<org>/<name>[@rev]`` of an HfFileSystem path, or None for another kind of path."""
+    parts = path.strip("/").split("/")
+    return "/".join(parts[:3]) if len(parts) >= 3 and parts[0] == "datasets" else None
+
+
+def _list_remote(location: str, dataset: str | None, unit_rows: int) -> list[Unit]:
+    try:
+        fs, path = filesystem_for(location)
+        path = path.rstrip("/")
+        info = fs.info(path)
+        if info.get("type") == "directory":
+            found = fs.find(path, detail=True)
+            files = sorted((p, i) for p, i in found.items() if i.get("type") != "directory" and p.endswith(SUFFIXES))
+        else:
+            files = [(path, info)]
+    except Exception as exc:  # noqa: BLE001 - any failure to list is one line naming the location
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SourceUnavailable(f"--swelego: cannot list {location}: {first}") from None
+    hub_root = _hub_dataset_root(path)
+    if hub_root is not None:
+        top = hub_root
+    elif info.get("type") == "directory":
+        top = path.rsplit("/", 1)[0] if path.endswith("/data") else path
+    else:
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        top = parent.rsplit("/", 1)[0] if parent.endswith("/data") else parent
+    label = dataset or top.rsplit("/", 1)[-1].split("@", 1)[0]
+    scheme = location.split("://", 1)[0]
+    units = []
+    for f, finfo in files:
+        rel = f[len(top):].lstrip("/") if top and f.startswith(top + "/") else f.rsplit("/", 1)[-1]
+        unit = Unit("swelego", label, rel, _remote_sha256(fs, f, finfo), None, "gzip", dataset_label=label,
+                    location=f"{scheme}://{f}")
+        units.extend(_row_group_parts(unit, unit_rows) if f.endswith(".parquet") else [unit])
+    return units
 
 ORIGIN = "SWE-Lego"
 SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -37,8 +138,10 @@ def list_units(location: str, *, dataset: str | None = None, unit_rows: int | No
 
     A Parquet file with more than ``unit_rows`` rows becomes several units of whole row groups
     (about ``unit_rows`` rows each), so one large file is spread over the workers; source_uids
-    keep the row's number in the whole file."""
-    root = Path(location).resolve()
+    keep the row's number in the whole file. ``location`` may be an ``hf://`` or other fsspec URL."""
+    if is_remote(location):
+        return _list_remote(location, dataset, unit_rows or UNIT_ROWS)
+    root = Path(location.removeprefix("file://")).resolve()
     if not root.exists():
         raise FileNotFoundError(f"SWE-Lego input {location} does not exist")
     if root.is_file():
@@ -46,7 +149,7 @@ def list_units(location: str, *, dataset: str | None = None, unit_rows: int | No
         top = root.parent.parent if root.parent.name == "data" else root.parent
     else:
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
-        top = root
+        top = root.parent if root.name == "data" else root  # a dataset's data/ folder: named by the dataset
     label = dataset or top.name
     units = []
     for f in files:
@@ -58,7 +161,8 @@ def list_units(location: str, *, dataset: str | None = None, unit_rows: int | No
 
 def _row_group_parts(unit: Unit, unit_rows: int) -> list[Unit]:
     try:
-        meta = pq.ParquetFile(unit.location).metadata
+        with _parquet_file(unit.location) as pf:
+            meta = pf.metadata
     except (OSError, ValueError):
         return [unit]  # unreadable: the reader quarantines it with its reason
     if meta.num_rows <= unit_rows or meta.num_row_groups < 2:
@@ -77,7 +181,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     prefix = f"{unit.dataset_label}:{unit.key}#row="
     try:
         if unit.key.endswith(".parquet"):
-            rows = _parquet_rows(unit.location, unit.row_groups, unit.first_row)
+            rows = _parquet_rows(unit.location, unit.row_groups, unit.first_row, limits.max_record_bytes)
         else:
             rows = _jsonl_rows(unit.location, limits)
         for n, item in rows:
@@ -92,22 +196,56 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None,
-                  first_row: int = 0) -> Iterator[tuple[int, dict | str]]:
-    pf = pq.ParquetFile(path)
+def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_row: int = 0,
+                  max_record_bytes: int = 64 * 2**20) -> Iterator[tuple[int, dict | str]]:
+    """Rows of a Parquet file as dicts; a row whose decoded size is over ``max_record_bytes`` is a
+    ``record_too_large`` problem and is never turned into Python objects. Batches are sized from
+    the row groups' uncompressed sizes, so a file of a few huge rows is read a row at a time."""
+    with _parquet_file(path) as pf:
+        yield from _parquet_batches(pf, row_groups, first_row, max_record_bytes)
+
+
+def _parquet_batches(pf: pq.ParquetFile, row_groups: tuple[int, int] | None, first_row: int,
+                     max_record_bytes: int) -> Iterator[tuple[int, dict | str]]:
     n = first_row
-    groups = range(*row_groups) if row_groups else None
-    for batch in pf.iter_batches(batch_size=256, row_groups=groups):
-        for row in batch.to_pylist():
-            yield n, row
-            n += 1
+    groups = list(range(*row_groups)) if row_groups else list(range(pf.metadata.num_row_groups))
+    for g in groups:
+        rg = pf.metadata.row_group(g)
+        per_row = rg.total_byte_size / max(1, rg.num_rows)
+        batch_size = int(max(1, min(256, (max_record_bytes // 4) // max(1.0, per_row))))
+        for batch in pf.iter_batches(batch_size=batch_size, row_groups=[g]):
+            if batch.nbytes > max_record_bytes:  # look at each row's size before decoding it
+                for i in range(batch.num_rows):
+                    row = batch.slice(i, 1)
+                    if row.nbytes > max_record_bytes:
+                        yield n, f"record_too_large: over {max_record_bytes} bytes"
+                    else:
+                        yield n, row.to_pylist()[0]
+                    n += 1
+                continue
+            for item in batch.to_pylist():
+                yield n, item
+                n += 1
 
 
 def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
-    with open(path, "rb") as fh:
-        for n, line in enumerate(fh):
-            if len(line) > limits.max_record_bytes:
+    """Lines of a JSONL file; an over-long line is skipped in blocks (never held whole) and blank
+    lines cost nothing."""
+    with _open(path) as fh:
+        n = -1
+        while True:
+            line = fh.readline(limits.max_record_bytes + 1)
+            if not line:
+                break
+            n += 1
+            if len(line) > limits.max_record_bytes and not line.endswith(b"\n"):
+                while True:  # drop the rest of the line
+                    rest = fh.readline(1 << 20)
+                    if not rest or rest.endswith(b"\n"):
+                        break
                 yield n, f"record_too_large: over {limits.max_record_bytes} bytes"
+                continue
+            if not line.strip():
                 continue
             try:
                 obj = orjson.loads(line)

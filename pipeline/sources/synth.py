@@ -1,4 +1,4 @@
-"""``trajpipe synth``: a deterministic, realistic synthetic corpus in the DESIGN §2 contracts.
+"""``trajpipe synth``: a deterministic, realistic synthetic corpus in the input formats the pipeline reads.
 
 Writes, under ``out``:
 
@@ -651,7 +651,7 @@ def emit_swelego(out: Path, c: Corpus, runs: int, rows_per_file: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path, compression="zstd")
         c.bytes_out += path.stat().st_size
-        for i, r in enumerate(part):  # rows are counted from 0 in each file (DESIGN §2.2)
+        for i, r in enumerate(part):  # rows are counted from 0 in each file
             label(c, f"{pq_name}#row={i}", r[2], r[4], r[3], r[5])
     for fi, js_name in enumerate(split_names("unresolved", len(unresolved), rows_per_file, "jsonl")):
         lines = []
@@ -706,7 +706,7 @@ def emit_catalog(out: Path, c: Corpus, first_epoch: list[dict[str, Any]]) -> Non
         seen.add(iid)
         owner_repo = rec["repo"].replace("/", "__")
         commit = rec.get("base_commit") or _commit_of(c, iid)
-        # the pipeline knows a run's checkout only from base_commit or a SWE-smith id (DESIGN §2.1)
+        # the pipeline knows a run's checkout only from base_commit or a SWE-smith id
         known = bool(rec.get("base_commit")) or bool(re.match(r"^[\w-]+__[\w.-]+\.[0-9a-f]{8}\.", iid))
         same = len(tasks) % 2 == 0
         kind = "albedo" if len(tasks) % 4 < 2 else "open-swe"

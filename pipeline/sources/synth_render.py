@@ -1,4 +1,4 @@
-"""Render an abstract run (a list of :class:`Act`) in every harness and dialect of DESIGN §2.
+"""Render an abstract run (a list of :class:`Act`) in every harness and dialect the pipeline reads.
 
 A harness decides which tools an action uses and what their results look like (``render_*``
 functions return OpenAI-style messages with structured ``tool_calls``); a dialect decides how

@@ -86,7 +86,7 @@ class BenchmarkLeak(Stage):
             return StageOutput(batch, empty(DROPS), counters)
         texts = run_texts(batch)
         lines = BatchLines.of(texts)
-        hits = [instance_id_hits(self.index, lines), *gold_patch_hits(self.index, lines, texts)]
+        hits = [instance_id_hits(self.index, lines), *gold_patch_hits(self.index, lines, texts, batch)]
         if self.index.stmt.height:
             hits.append(statement_hits(self.index, lines))
         best = best_hits(self.index, batch, hits)

@@ -27,10 +27,20 @@ from __future__ import annotations
 from collections import Counter
 
 import polars as pl
+import pyarrow as pa
 
+from pipeline.convert.render import render_instance, render_observation, submission_of
 from pipeline.secrets import TRIGGER, find_secrets, redact
 from pipeline.stages.base import Stage, StageOutput
-from schemas.run import DROPS, empty
+from schemas.run import DROPS, PUBLISHED, empty
+
+# Every other text column a run carries into the output or the ledger (a token in a chunk key or a
+# file name reaches ``source_uid``; a patch or a task id can hold one too). ``problem_statement``
+# is not published but the task message is rendered from it, so both are redacted alike.
+TEXT_COLUMNS: tuple[str, ...] = (
+    *(n for n, t in zip(PUBLISHED.names, PUBLISHED.types, strict=True) if pa.types.is_string(t)),
+    "problem_statement",
+)
 
 
 def _hit(e: pl.Expr) -> pl.Expr:
@@ -43,7 +53,29 @@ def string_flags(batch: pl.DataFrame) -> pl.DataFrame:
         pl.col("commands").list.eval(_hit(pl.element())).alias("cf"),
         pl.col("outputs").list.eval(_hit(pl.element())).alias("of"),
         pl.col("messages").list.eval(_hit(pl.element().struct.field("content"))).alias("mf"),
+        pl.concat_list([_hit(pl.col(c)) for c in TEXT_COLUMNS if c in batch.columns]).alias("tf"),
     )
+
+
+def _rerender(old_msgs: list[dict[str, str]], new_msgs: list[dict[str, str]], row: dict[str, object],
+              outputs: list[str], new_outputs: list[str], statement: str | None, new_statement: str | None) -> None:
+    """Messages that were rendered from a redacted field are rendered again from the redacted value,
+    so redaction never makes a valid run invalid: an observation whose output was cut by the
+    truncation (a secret split by it is redacted in the output, then re-cut), the final submission,
+    and the task message."""
+    returncodes = list(row.get("returncodes") or [])  # type: ignore[call-overload]
+    if statement is not None and new_statement != statement and len(old_msgs) > 1 \
+            and old_msgs[1]["content"] == render_instance(statement):
+        new_msgs[1] = {**new_msgs[1], "content": render_instance(new_statement or "")}
+    for t, (out, new_out) in enumerate(zip(outputs, new_outputs, strict=False)):
+        i = 3 + 2 * t
+        if out == new_out or i >= len(old_msgs) or t >= len(returncodes):
+            continue
+        old = old_msgs[i]["content"]
+        if old == render_observation(out, int(returncodes[t])):
+            new_msgs[i] = {**new_msgs[i], "content": render_observation(new_out, int(returncodes[t]))}
+        elif old == submission_of(out):
+            new_msgs[i] = {**new_msgs[i], "content": submission_of(new_out)}
 
 
 def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
@@ -55,9 +87,12 @@ def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
     commands: list[str] = list(row["commands"] or [])  # type: ignore[call-overload]
     outputs: list[str] = list(row["outputs"] or [])  # type: ignore[call-overload]
     messages: list[dict[str, str]] = list(row["messages"] or [])  # type: ignore[call-overload]
-    texts = [*commands, *outputs, *(m["content"] or "" for m in messages)]
+    columns = [c for c in TEXT_COLUMNS if c in row]
+    fields = [row[c] if isinstance(row[c], str) else "" for c in columns]
+    texts = [*commands, *outputs, *(m["content"] or "" for m in messages), *fields]
     hits = [True] * len(texts) if flags is None else [
-        bool(x) for x in (*(flags["cf"] or []), *(flags["of"] or []), *(flags["mf"] or []))]
+        bool(x) for x in (*(flags["cf"] or []), *(flags["of"] or []), *(flags["mf"] or []),
+                          *(flags.get("tf") or [False] * len(fields)))]
     found: dict[str, str] = {}  # value -> kind (first kind that claimed it)
     for text, hit in zip(texts, hits, strict=True):
         if text and hit:
@@ -71,9 +106,35 @@ def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
     out = dict(row)
     out["commands"] = [redact(c, pairs) if c else c for c in commands]
     out["outputs"] = [redact(o, pairs) if o else o for o in outputs]
-    out["messages"] = [{**m, "content": redact(m["content"], pairs) if m["content"] else m["content"]}
-                       for m in messages]
+    new_msgs = [{**m, "content": redact(m["content"], pairs) if m["content"] else m["content"]} for m in messages]
+    for c in columns:
+        if isinstance(row[c], str) and row[c]:
+            out[c] = redact(row[c], pairs)  # type: ignore[arg-type]
+    statement = row.get("problem_statement")
+    _rerender(messages, new_msgs, row, outputs, out["outputs"],  # type: ignore[arg-type]
+              statement if isinstance(statement, str) else None, out.get("problem_statement"))  # type: ignore[arg-type]
+    out["messages"] = new_msgs
     return out, counts
+
+
+def scrub_ledger(drops: pl.DataFrame) -> pl.DataFrame:
+    """The ledger's ``source_uid`` and ``detail`` with every secret redacted (a solution-leak detail
+    quotes the command, ``curl -u bot:ghp_…``; a quarantine detail may quote the line)."""
+    if drops.height == 0:
+        return drops
+    cols = [c for c in ("source_uid", "detail") if c in drops.columns]
+    hit = drops.select(pl.any_horizontal([_hit(pl.col(c)) for c in cols])).to_series()
+    if not hit.any():
+        return drops
+
+    def clean(text: str | None) -> str | None:
+        if not text:
+            return text
+        return redact(text, find_secrets(text))
+
+    return drops.with_columns([
+        pl.when(hit).then(pl.col(c).map_elements(clean, return_dtype=pl.Utf8)).otherwise(pl.col(c)).alias(c)
+        for c in cols])
 
 
 class Scrub(Stage):

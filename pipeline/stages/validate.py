@@ -8,13 +8,16 @@ Rules (the drop reason), each reported with the turn index in the detail:
   message; ``action_mismatch``: that block (stripped, as mini parses it) is the intended command
   (``commands`` column) and is non-empty.
 * ``observation_shape``: every reply equals mini's observation template rendered from the raw
-  output and return code (``outputs``/``returncodes``), and no earlier output starts with the
-  sentinel (mini would have stopped there).
+  output and return code (``outputs``/``returncodes``), or, for a command that timed out (return
+  code null), mini's timeout message rendered from the command and its output; and no earlier
+  output starts with the sentinel (mini would have stopped there).
 * ``submit``: a submitted run ends with the submit command, sentinel output, return code 0, and a
   final message equal to the rest of the output; an unsubmitted run never runs it.
 * ``residue``: tool-call markup outside the command (``<tool_call>``, ``<function=``,
   ``<parameter=``, ``<tool_response>``, ``"tool_calls":``) in any assistant message.
-* ``foreign_root``: a repo root other than /testbed in an assistant message or observation.
+* ``foreign_root``: a repo root other than /testbed in an assistant message or observation
+  (``/repo``, ``/app``, ``/<owner>__<repo>``, ``/workspace/<the run's repo>``; other paths under
+  /workspace are not checkouts, see convert/roots.py).
 * ``step_limit``: more assistant turns than ``ctx.config.limits.step_limit``.
 * ``shape``: commands/outputs/returncodes do not line up with the turns.
 """
@@ -32,7 +35,7 @@ from pipeline.convert.render import (
     is_sentinel_output,
     parse_actions,
     render_instance,
-    render_observation,
+    render_reply,
     render_system,
     submission_of,
 )
@@ -44,9 +47,9 @@ _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_re
 _BLOCK = re.compile(r"```bash\s*\n.*?\n```", re.S)
 
 
-def first_foreign_root(text: str) -> str | None:
+def first_foreign_root(text: str, repo: str | None = None) -> str | None:
     """The first root :func:`find_foreign_roots` reports in ``text``, or None."""
-    roots = find_foreign_roots(text)
+    roots = find_foreign_roots(text, repo)
     return roots[0] if roots else None
 
 
@@ -57,9 +60,10 @@ def _is_sentinel(output: str) -> bool:
 
 
 def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
-                   outputs: list[str] | None = None, returncodes: list[int] | None = None,
+                   outputs: list[str] | None = None, returncodes: list[int | None] | None = None,
                    problem_statement: str | None = None, submitted: bool | None = None,
-                   step_limit: int = 250, maybe_roots: list[bool] | None = None) -> list[tuple[str, str]]:
+                   step_limit: int = 250, maybe_roots: list[bool] | None = None,
+                   repo: str | None = None) -> list[tuple[str, str]]:
     """All rule violations as (rule, detail), in message order.
 
     ``maybe_roots``, one flag per message, lets a caller that has already ruled out foreign roots
@@ -94,7 +98,8 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
         if _RESIDUE.search(_BLOCK.sub("", a)) or _RESIDUE.search(commands[t]):
             problems.append(("residue", f"turn {t}: tool-call markup"))
         scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t:4 + 2 * t]
-        root = (first_foreign_root(a) if scan_a else None) or (first_foreign_root(reply) if scan_reply else None)
+        root = ((first_foreign_root(a, repo) if scan_a else None)
+                or (first_foreign_root(reply, repo) if scan_reply else None))
         if root:
             problems.append(("foreign_root", f"turn {t}: {root}"))
         last = t == n_turns - 1
@@ -102,10 +107,10 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
         if is_submit and not (last and submitted is not False):
             problems.append(("submit", f"turn {t}: submit command before the end"))
         if outputs is None or returncodes is None:
-            if not (last and is_submit) and not reply.startswith("<returncode>"):
+            if not (last and is_submit) and not reply.startswith(("<returncode>", "The last command <command>")):
                 problems.append(("observation_shape", f"turn {t}: not an observation"))
             continue
-        out, rc = outputs[t], int(returncodes[t])
+        out, rc = outputs[t], returncodes[t]
         if last and submitted:
             if not (is_submit and _is_sentinel(out) and rc == 0):
                 problems.append(("submit", f"turn {t}: last turn is not a successful submit"))
@@ -114,7 +119,7 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
             continue
         if rc == 0 and _is_sentinel(out):
             problems.append(("observation_shape", f"turn {t}: output starts with the sentinel"))
-        if reply != render_observation(out, rc):
+        if reply != render_reply(commands[t], out, None if rc is None else int(rc)):
             problems.append(("observation_shape", f"turn {t}: observation differs from its output"))
     if submitted and n_turns and commands[-1] != SUBMIT_COMMAND:
         problems.append(("submit", f"turn {n_turns - 1}: submitted run does not end with submit"))
@@ -142,11 +147,11 @@ class Validate(Stage):
         reasons: list[str] = []
         details: list[str] = []
         cols = batch.select("messages", "commands", "outputs", "returncodes", "problem_statement",
-                            "submitted", maybe_roots_in(pl.col("messages")))
-        for messages, commands, outputs, rcs, statement, submitted, maybe_roots in cols.iter_rows():
+                            "submitted", maybe_roots_in(pl.col("messages")), "repo")
+        for messages, commands, outputs, rcs, statement, submitted, maybe_roots, repo in cols.iter_rows():
             found = check_messages(messages or [], commands or [], outputs=outputs, returncodes=rcs,
                                    problem_statement=statement, submitted=submitted, step_limit=limit,
-                                   maybe_roots=maybe_roots)
+                                   maybe_roots=maybe_roots, repo=repo)
             reasons.append(found[0][0] if found else "")
             details.append(found[0][1] if found else "")
         if not any(reasons):  # the usual batch: nothing to split off

@@ -1,0 +1,99 @@
+"""Leak stages over real public trajectories: every drop and every attempt, for a hand verdict (issue 16).
+
+    .venv/bin/python bench/leaks_real.py tests/fixtures/real [more dirs or files] [--benchmarks ../shared/benchmarks]
+        [--csv out.csv] [--show-attempts]
+
+Each file goes through the pipeline's own parse -> convert (as ``trajpipe convert`` does), then the
+SolutionLeak stage (and BenchmarkLeak when a benchmarks folder is given). Prints one line per run that
+was dropped or had an attempt: file, stage/reason or attempts, and the drop's detail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.config import Config  # noqa: E402
+from pipeline.context import Context  # noqa: E402
+from pipeline.episode import Quarantined  # noqa: E402
+from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
+from pipeline.process import convert_runs  # noqa: E402
+from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak  # noqa: E402
+from schemas.run import WORK, empty  # noqa: E402
+
+SUFFIXES = (".traj", ".json", ".jsonl", ".gz")
+
+
+def files_of(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES)))
+        else:
+            out.append(p)
+    return out
+
+
+def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[str, object]], Counter[str]]:
+    """One record per converted run: file, source_uid, outcome (kept / stage/reason), attempts, detail."""
+    ctx = Context(config=Config(no_benchmarks=benchmarks is None), benchmarks=benchmarks, catalog_tasks=None)
+    stages = [SolutionLeak(ctx), *([BenchmarkLeak(ctx)] if benchmarks is not None else [])]
+    records: list[dict[str, object]] = []
+    totals: Counter[str] = Counter()
+    for f in files:
+        raws = [r for r in iter_trajectory_file(f) if not isinstance(r, Quarantined)]
+        rows, drops, _ = convert_runs(raws, 250)
+        totals["runs"] += len(raws)
+        totals["not_converted"] += len(drops)
+        if not rows:
+            continue
+        frame = pl.DataFrame(rows, schema=empty(WORK).schema)
+        for k in range(frame.height):  # one run at a time: attempt counters are per batch
+            batch = frame[k:k + 1]
+            rec: dict[str, object] = {"file": str(f), "source_uid": batch["source_uid"][0], "outcome": "kept",
+                                      "attempts": "", "detail": ""}
+            for stage in stages:
+                res = stage(batch)
+                if res.dropped.height:
+                    d = res.dropped.row(0, named=True)
+                    rec.update(outcome=f"{d['stage']}/{d['reason']}", detail=d["detail"])
+                    break
+                if stage.name == "solution_leak":
+                    rec["attempts"] = ",".join(sorted(k.split("/", 1)[1] for k in res.counters
+                                                      if k.startswith("solution_leak_attempt/")))
+            records.append(rec)
+            totals["converted"] += 1
+    return records, totals
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+", type=Path)
+    ap.add_argument("--benchmarks", type=Path)
+    ap.add_argument("--csv", type=Path)
+    ap.add_argument("--show-attempts", action="store_true")
+    a = ap.parse_args()
+    bench = None
+    if a.benchmarks:
+        from pipeline.benchmarks import load_benchmarks
+        bench = load_benchmarks(a.benchmarks)
+    records, totals = scan(files_of(a.paths), bench)
+    outcomes = Counter(str(r["outcome"]) for r in records)
+    print(f"files/runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}")
+    print("outcomes:", dict(outcomes))
+    print("runs with unconfirmed attempts:", sum(1 for r in records if r["attempts"]))
+    for r in records:
+        if r["outcome"] != "kept" or (a.show_attempts and r["attempts"]):
+            print(f"{r['outcome']}\t{Path(str(r['file'])).name}\t{r['attempts']}\t{str(r['detail'])[:160]!r}")
+    if a.csv:
+        pl.DataFrame(records).write_csv(a.csv)
+
+
+if __name__ == "__main__":
+    main()

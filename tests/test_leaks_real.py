@@ -1,0 +1,57 @@
+"""The leak stages on real public runs: hand-checked expectations for the look-alikes in
+tests/fixtures/real/leaks, and no solution-leak drop anywhere in the real conformance corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.episode import Quarantined
+from pipeline.parsers.files import iter_trajectory_file
+from pipeline.process import convert_runs
+from pipeline.stages.leaks import SolutionLeak
+from schemas.run import WORK, empty
+from tests.test_scrub import ctx
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "real"
+LEAKS = REAL / "leaks"
+EXPECTATIONS: dict[str, dict[str, object]] = json.loads((LEAKS / "EXPECTATIONS.json").read_text())
+RUN_SUFFIXES = (".traj", ".json", ".jsonl")
+
+
+def run_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()
+                  if p.is_file() and p.name.endswith(RUN_SUFFIXES) and p.name != "EXPECTATIONS.json")
+
+
+def solution_leak(path: Path) -> list[tuple[str, list[str]]]:
+    """(outcome, attempts) of every run of a real file through parse -> convert -> SolutionLeak."""
+    raws = [r for r in iter_trajectory_file(path) if not isinstance(r, Quarantined)]
+    rows, _, _ = convert_runs(raws, 250)
+    stage = SolutionLeak(ctx())
+    out: list[tuple[str, list[str]]] = []
+    for row in rows:
+        res = stage(pl.DataFrame([row], schema=empty(WORK).schema))
+        outcome = f"solution_leak/{res.dropped['reason'][0]}" if res.dropped.height else "kept"
+        out.append((outcome, sorted(k.split("/", 1)[1] for k in res.counters
+                                    if k.startswith("solution_leak_attempt/"))))
+    return out
+
+
+def test_every_vendored_leak_run_has_a_hand_checked_expectation() -> None:
+    assert run_files(LEAKS) == sorted(EXPECTATIONS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTATIONS))
+def test_real_look_alike_runs_meet_their_expectation(name: str) -> None:
+    want = EXPECTATIONS[name]
+    assert solution_leak(LEAKS / name) == [(want["outcome"], want["attempts"])]
+
+
+@pytest.mark.parametrize("name", run_files(REAL))
+def test_no_real_conformance_run_is_a_solution_leak(name: str) -> None:
+    """None of the real corpus's runs reads a fix from outside (checked by hand, bench/results/leaks.md)."""
+    assert all(outcome == "kept" for outcome, _ in solution_leak(REAL / name))
