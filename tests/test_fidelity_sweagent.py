@@ -482,3 +482,69 @@ def test_real_abbreviated_editor_view_is_a_counted_drop() -> None:
     abbreviated file (function bodies elided, then clipped). No shell command prints that, and
     ``cat -n`` would claim the whole file: the run is dropped (its review-on-submit is handled)."""
     assert drop_of(REAL / "sweagent-swesmith-pandas-pr_53856.traj") == ("convert", "unverifiable_view")
+
+
+# ------------------------------------------------------------------ class 4: SWE-agent 0.x cursor editor
+
+
+def window_lines(output: str) -> dict[int, str]:
+    """Line number → text of every numbered line a window shows."""
+    return {int(n): t for n, t in re.findall(r"^(\d+):(.*)$", output, re.M)}
+
+
+@pytest.mark.parametrize("name", ["sweagent-demo-cursors-marshmallow-1867.traj",
+                                  "sweagent-demo-xml-cursors-marshmallow-1867.traj"])
+def test_real_cursor_editor_runs_replay_with_their_cursor_marks(name: str, tmp_path: Path) -> None:
+    """SWE-agent's 0.x cursor editor (``set_cursors``, ``edit`` between the cursors): each window
+    is printed with the START/END marks where the run showed them, the cursor edit replaces the
+    lines between the cursors, the lint-rejected one fails without touching the file. Replayed on
+    reproduce.py (created by the run) and fields.py rebuilt from the run's window (1374-1574 of its
+    1997 lines; the rest blank), every editor turn prints exactly its observation and the final
+    diff is the submitted one."""
+    conv = convert_file(REAL / name)
+    assert len(conv.commands) == 12 and conv.submitted
+    assert conv.outputs[0] == ("[File: /testbed/reproduce.py (1 lines total)]\n<<<<< START CURSOR >>>>>\n1:\n"
+                               "<<<<< END CURSOR >>>>>\nSTART_CURSOR moved to 1\nEND_CURSOR moved to 1\n\n")
+    shown = window_lines(conv.outputs[5])
+    assert (min(shown), max(shown)) == (1374, 1574)
+    fields = [shown.get(i, "") for i in range(1, 1998)]
+    git_repo(tmp_path, {"src/marshmallow/fields.py": "".join(line + "\n" for line in fields)})
+    replayed = 0
+    for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
+        if cmd.startswith(("python ", "ls ", "find ")) or cmd == SUBMIT_COMMAND:
+            continue
+        assert sh(cmd, tmp_path) == (rc, out), cmd[:80]
+        replayed += 1
+    assert replayed == 7 and conv.returncodes[7] == 1
+    diff = subprocess.run(["git", "diff"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert without_index_lines(diff) == without_index_lines(conv.messages[-1]["content"])
+
+
+def test_a_thought_quoting_the_demonstrations_checkout_gets_testbed() -> None:
+    """SWE-agent 1.x demo runs work in /testbed, but the model's thought quotes the in-context
+    demonstration's ``/marshmallow-code__marshmallow``: SWE-agent's checkout form always becomes
+    /testbed (validate would drop it as a foreign root)."""
+    conv = convert_file(REAL / "sweagent-1x-2024-11-demo-function-calling-replace-trajectory-only-submit.traj")
+    assert 'I see that "Current directory" is still `/testbed`' in conv.messages[18]["content"]
+    assert "__marshmallow" not in "".join(m["content"] for m in conv.messages)
+
+
+def test_terminal_ls_columns_get_ls_C_and_replay(tmp_path: Path) -> None:
+    """SWE-agent 1.x ran ``ls -F`` on a terminal: the recorded listing is in columns. Without a
+    terminal ``ls`` prints a name a line, so the command becomes ``ls -C -F``, which prints the same
+    columns: replayed on a directory holding the names the listing shows."""
+    ep = episode_of(REAL / "sweagent-demo-function-calling-marshmallow-1867.traj")
+    assert ep.counters["parse/terminal_ls_columns"] == 1
+    conv = convert_episode(ep)
+    t = conv.commands.index("ls -C -F")
+    for name in re.split(r"\s+", conv.outputs[t].strip()):
+        (tmp_path / name.rstrip("/")).mkdir() if name.endswith("/") else (tmp_path / name).touch()
+    assert sh(conv.commands[t], tmp_path) == (0, conv.outputs[t])
+
+
+def test_ls_one_name_a_line_is_left_alone() -> None:
+    run = orjson.loads((REPRO / "R2_sweagent_review_on_submit.traj").read_bytes())
+    run["history"][2]["tool_calls"][0]["function"]["arguments"] = '{"command": "ls -F"}'
+    run["history"][3]["content"] = "a.py\nsrc/"
+    ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
+    assert ep.steps[0].call.args["command"] == "ls -F" and ep.steps[0].observation == "a.py\nsrc/\n"

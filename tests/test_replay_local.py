@@ -32,9 +32,9 @@ FILES = sorted(f for f in REAL.iterdir() if f.is_file() and f.suffix in (".traj"
 # Differences the converter still has, by run and turn, with their defect class (issue 11). A
 # difference not listed here fails the test; a listed one that is fixed may disappear.
 KNOWN: dict[str, dict[int, str]] = {
-    # class 8: pre-1.0 mini-swe-agent observations keep their <args>/<stdout>/<stderr> tags
+    # class 8: the earliest pre-1.0 mini-swe-agent dialect (<args> echo of the docker command,
+    # <returncode>/<stdout>/<stderr> blocks, NANO sentinel) keeps its tags in the observation
     "mini-pre1-0701-github-issue.traj.json#row=0": {5: "class 8", 9: "class 8"},
-    "mini-pre1-0709-github-issue.traj.json#row=0": {5: "class 8", 9: "class 8"},
 }
 
 

@@ -40,6 +40,12 @@ Other lint codes (``F821`` undefined name …) have no compile-level equivalent:
 removed, its thought folded forward, and the run kept (``convert/sweagent_edit_rejected_removed``),
 which is safe because the file state is unaffected.
 
+SWE-agent 0.x's cursor editor (``set_cursors S E``; ``edit`` with no line range replaces the lines
+between the cursors): its windows carry ``<<<<< START CURSOR >>>>>``/``<<<<< END CURSOR >>>>>``
+lines, read back like the rest of the window and printed by the same ``awk`` printer at the same
+places (its ``(N more lines below)`` counts one line fewer, as the tool's ``_print`` does); the
+cursor edit uses the cursors of the window last shown (none on screen: ``convert/sweagent_window``).
+
 Counted drops: viewer output that has no window (``convert/sweagent_window``), a search whose
 output is SWE-agent's "more than N files" notice (``convert/sweagent_search_overflow``, no honest
 grep prints it), unparseable arguments (``convert/bad_tool_args``).
@@ -66,11 +72,13 @@ from pipeline.episode import ConvertError
 WINDOW_RE = re.compile(
     r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\](?:\n|\Z)"
     r"(?:\((?P<above>\d+) more lines above\)\n)?"
-    r"(?P<body>(?:\d+:[^\n]*(?:\n|\Z))+)"
+    r"(?P<body>(?:(?:\d+:[^\n]*|<<<<< (?:START|END) CURSOR >>>>>)(?:\n|\Z))+)"
     r"(?:\((?P<below>\d+) more lines below\)(?:\n|\Z))?"
 )
 WINDOW_COMMANDS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
-                             "find_file", "search_dir", "search_file"})
+                             "find_file", "search_dir", "search_file", "set_cursors"})
+# SWE-agent 0.x's cursor editor marks the edit span inside its window with these lines
+START_MARK, END_MARK = "<<<<< START CURSOR >>>>>", "<<<<< END CURSOR >>>>>"
 # 1.x structured arguments: tool -> (required keys, optional keys)
 JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "find_file": (frozenset({"file_name"}), frozenset({"dir"})),
@@ -107,6 +115,7 @@ class Window:
     last: int
     start: int  # span of the window text in the observation
     end: int
+    cursors: tuple[int, int] | None = None  # the cursor editor's START/END lines, when shown
 
 
 @dataclass
@@ -203,6 +212,8 @@ def _text_call(name: str, rest: str, body: str, turn: int) -> WindowCall:
         m = re.fullmatch(r"(\d+)\s*:\s*(\d+)(?:\s.*)?", rest, re.S)
         if m:
             return WindowCall(name, start=int(m.group(1)), end=int(m.group(2)), body=body)
+        if not rest.strip() and body:
+            return WindowCall(name, body=body)  # the cursor editor: replaces the lines between its cursors
         words = _words(rest, turn)  # 1.x text action: edit 'search' 'replace' [replace_all]
         if len(words) in (2, 3) and not body:
             return WindowCall(name, search=words[0], replace=words[1],
@@ -221,12 +232,48 @@ def find_window(obs: str) -> Window | None:
     m = WINDOW_RE.search(obs)
     if m is None:
         return None
-    nums = [int(line.split(":", 1)[0]) for line in m.group("body").splitlines()]
-    return Window(m.group("path"), nums[0], nums[-1], m.start(), m.end())
+    lines = m.group("body").splitlines()
+    nums = [int(line.split(":", 1)[0]) for line in lines if line not in (START_MARK, END_MARK)]
+    if not nums:
+        return None
+    return Window(m.group("path"), nums[0], nums[-1], m.start(), m.end(), _cursors(lines, nums[-1]))
 
 
-def window_printer(path: str, first: int, last: int) -> str:
-    """awk printing SWE-agent's window of ``path`` (an empty file shows as one empty line)."""
+def _cursors(lines: list[str], last: int) -> tuple[int, int] | None:
+    """The cursor lines a window shows: START is printed before its line, END after its line; a
+    cursor one past the window's last line is printed after it (SWE-agent's loop runs one further)."""
+    if START_MARK not in lines and END_MARK not in lines:
+        return None
+    start = end = None
+    for i, line in enumerate(lines):
+        if line == START_MARK:
+            nxt = next((x for x in lines[i + 1:] if x not in (START_MARK, END_MARK)), None)
+            start = int(nxt.split(":", 1)[0]) if nxt is not None else last + 1
+        elif line == END_MARK:
+            prev = next((x for x in reversed(lines[:i]) if x not in (START_MARK, END_MARK)), None)
+            # an END mark right after START with no line between is past the last line
+            end = last + 1 if prev is None or (start == last + 1 and lines[i - 1] == START_MARK) else int(
+                prev.split(":", 1)[0])
+    if start is None or end is None:
+        return None
+    return start, end
+
+
+def window_printer(path: str, first: int, last: int, cursors: tuple[int, int] | None = None) -> str:
+    """awk printing SWE-agent's window of ``path`` (an empty file shows as one empty line); with
+    ``cursors``, the cursor editor's START/END marks around those lines, as its ``_print`` does."""
+    if cursors is not None:
+        a, b = cursors
+        prog = (
+            f'NR>={first}&&NR<={last}{{l[NR]=$0}} END{{n=NR; if(n==0){{n=1; l[1]=""}}; m=(n<{last}?n:{last}); '
+            f'print "[File: " FILENAME " (" n " lines total)]"; '
+            f'if({first}>1) print "(" {first}-1 " more lines above)"; '
+            f'for(i={first};i<=m+1;i++){{if(i=={a}) print "{START_MARK}"; if(i<=m) print i":"l[i]; '
+            f'if(i=={b}) print "{END_MARK}"}}; '
+            # its _print counts total - start - shown lines below: one fewer than there are
+            f'if(n-{last}-1>0) print "(" n-{last}-1 " more lines below)"}}'
+        )
+        return f"awk '{prog}' {shell_quote(path)}"
     prog = (
         f'NR>={first}&&NR<={last}{{l[NR]=$0}} END{{n=NR; if(n==0){{n=1; l[1]=""}}; '
         f'print "[File: " FILENAME " (" n " lines total)]"; '
@@ -312,7 +359,7 @@ def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Resul
 
 def _then(obs: str, win: Window) -> str:
     """The window printer, then a printer for any text after the window."""
-    printer = window_printer(win.path, win.first, win.last)
+    printer = window_printer(win.path, win.first, win.last, win.cursors)
     tail = print_command(obs[win.end:])
     return f"{printer} && {tail}" if tail else printer
 
@@ -343,8 +390,13 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
     else:
         raise ConvertError("sweagent_window", f"turn {turn}: edit {call.start}:{call.end} printed no window")
     if call.search is None:
-        assert call.start is not None and call.end is not None
-        cmd = line_edit_command(path, call.start, call.end, call.body.removesuffix("\n"), ok, then=then,
+        start, end = call.start, call.end
+        if start is None or end is None:  # cursor edit: the span between the cursors last shown
+            shown = state.shown
+            if shown is None or shown.cursors is None or not _same_file(shown.path, path):
+                raise ConvertError("sweagent_window", f"turn {turn}: cursor edit with no cursors on screen")
+            start, end = shown.cursors
+        cmd = line_edit_command(path, start, end, call.body.removesuffix("\n"), ok, then=then,
                                 reject_message=reject)
     elif (every := _replace_all(call, obs)) is not None:
         cmd = replace_command(path, [(call.search, call.replace, True)], ok, fail_message=fail, then=then,
@@ -376,7 +428,7 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
     if win is None:
         raise ConvertError("sweagent_window", f"turn {turn}: {name} output has no window")
     obs, win = _with_newline(obs, win, state)
-    printer = window_printer(win.path, win.first, win.last)
+    printer = window_printer(win.path, win.first, win.last, win.cursors)
     if name == "insert":
         target = win.path
         cmd = window_insert_command(target, call.line, call.body, obs[: win.start], then=_then(obs, win))

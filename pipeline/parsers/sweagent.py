@@ -159,6 +159,7 @@ def parse_sweagent(raw: RawRun) -> Episode:
         _trajectory_submit(ep, traj)
         mark_timeouts(ep)
         restore_final_newlines(ep)  # 1.x (function calling, swe-rex) stripped them
+        terminal_ls(ep)
     else:
         counters: Counter[str] = Counter()
         # Without a trajectory, each history assistant message carries ``action`` and ``thought``.
@@ -322,6 +323,29 @@ def mark_timeouts(ep: Episode) -> None:
             continue
         st.timed_out, st.returncode = True, None
         ep.counters["parse/timed_out"] += 1
+
+
+# ``ls`` in SWE-agent 1.x ran on a terminal (swe-rex's pty), so it printed columns; mini-swe-agent
+# runs commands on pipes, where ``ls`` prints one name a line unless told ``-C``.
+_PLAIN_LS = re.compile(r"\A((?:cd [^;&|<>]+ && )?ls)((?: +-[A-Za-z]+)*(?: +[^\s;&|<>`$]+)*)\s*\Z")
+_COLUMNS = re.compile(r"\S(?:\t| {2,})\S")
+
+
+def terminal_ls(ep: Episode) -> None:
+    """A plain ``ls`` whose recorded output is in columns gets ``-C``, which prints those columns
+    without a terminal (``parse/terminal_ls_columns``); a listing the flags fix (``-1``, ``-l``,
+    ``-m``, ``-x``, ``-C``) or one name a line is left alone."""
+    for st in ep.steps:
+        c = st.call
+        cmd = c.command if isinstance(c, Bash) else c.args.get("command") if c.name == "bash" else None
+        m = _PLAIN_LS.match(cmd) if isinstance(cmd, str) else None
+        if m is None or not _COLUMNS.search(st.observation):
+            continue
+        if any(f.startswith("-") and set(f[1:]) & set("1lmxCgno") for f in m.group(2).split()):
+            continue
+        new = f"{m.group(1)} -C{m.group(2)}"
+        st.call = Bash(new) if isinstance(c, Bash) else ToolCall(c.name, {**c.args, "command": new}, c.call_id)
+        ep.counters["parse/terminal_ls_columns"] += 1
 
 
 def submit_argument(call: ToolCall | Bash) -> str | None:

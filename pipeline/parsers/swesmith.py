@@ -26,6 +26,7 @@ from pipeline.parsers.sweagent import (
     mark_timeouts,
     restore_final_newlines,
     settle_submits,
+    terminal_ls,
     tool_actions,
 )
 
@@ -59,6 +60,7 @@ def parse_swesmith(raw: RawRun) -> Episode:
     mark_timeouts(ep)
     settle_submits(ep)  # SWE-agent's review-on-submit: the run ends at its last submit
     restore_final_newlines(ep)  # recorded by SWE-agent 1.x (swe-rex), which stripped them
+    terminal_ls(ep)
     return restore_pty_newlines(ep)
 
 
