@@ -305,7 +305,7 @@ def summary_rows(results: list[Result], expectations: dict[str, Any]) -> list[li
     for r in results:
         by[_fmt_key(r, expectations)].append(r)
     rows = []
-    for key in sorted(by) + ["**all**"]:
+    for key in [*sorted(by), "**all**"]:
         rs = results if key == "**all**" else by[key]
         rep = [r for r in rs if r.status == "replayed"]
         turns = [t for r in rep for t in r.replay.turns] if rep else []  # type: ignore[union-attr]
@@ -370,8 +370,7 @@ def render(results: list[Result], expectations: dict[str, Any], command: str) ->
                 flag += " — the converted output lacks the final newline the program printed (class 9)"
             out.append(f"- turn {t.index} **{t.status}**{flag}: `{cmd}`\n\n```diff\n{t.diff}```\n")
         skipped = [t for t in rep.turns if t.status == "skipped"]
-        for t in skipped:
-            out.append(f"- turn {t.index} skipped ({t.reason}): `{t.command.splitlines()[0][:100]}`\n")
+        out.extend(f"- turn {t.index} skipped ({t.reason}): `{t.command.splitlines()[0][:100]}`\n" for t in skipped)
         if r.patch_status == "differs":
             out.append(f"- final diff differs from the recorded patch:\n\n```diff\n{r.patch_diff}```\n")
     return "\n".join(out) + "\n"

@@ -47,7 +47,7 @@ STOPPED = "stopped: interrupted (finished units are kept; run the same command a
 class _OneLineErrors(TyperGroup):
     """Click's usage errors, interrupts and unexpected OS errors as one line each, never a traceback."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,  # type: ignore[override]
              standalone_mode: bool = True, **extra: Any) -> Any:
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,

@@ -108,12 +108,13 @@ def convert_files(files: list[Path], out: Path, *, step_limit: int = 250) -> Con
             items = [i for i in read if not isinstance(i, ShardVerdict)]
             failed = [v for v in read if isinstance(v, ShardVerdict) and not v.ok]
             if failed:
-                items.append(Quarantined(f"{names[path]}#row=0", None, failed[0].reason, failed[0].detail[:200]))
+                items.append(Quarantined(f"{names[path]}#row=0", None, failed[0].reason or "unreadable",
+                                         failed[0].detail[:200]))
         if not items:
             result.unusable.append(f"{path}: holds no runs")
         elif all(isinstance(i, Quarantined) and i.reason in _UNUSABLE for i in items) and \
-                items[-1].source_uid.endswith("#row=0"):
-            result.unusable.append(f"{path}: {items[-1].reason}: {items[-1].detail[:200]}")
+                isinstance(last := items[-1], Quarantined) and last.source_uid.endswith("#row=0"):
+            result.unusable.append(f"{path}: {last.reason}: {last.detail[:200]}")
         fmt_of = {x.source_uid: x.origin for x in items if isinstance(x, RawRun)}
         position = {x.source_uid: i for i, x in enumerate(items)}
         batch, drop_frames, _ = run_steps(steps, items)

@@ -15,13 +15,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline.config import Config
+from pipeline.episode import Quarantined
 from pipeline.executors import make_executor
 from pipeline.faults import crashpoint
 from pipeline.fileio import atomic_write_bytes, atomic_write_json, file_sha256
@@ -30,7 +30,15 @@ from pipeline.process import QUARANTINE, epoch_key, process_unit
 from pipeline.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from pipeline.state import IngestKey, State, decode_ingested, encode_ingested, parquet_bytes, workdir_lock
+from pipeline.state import (
+    CommitMeta,
+    IngestKey,
+    State,
+    decode_ingested,
+    encode_ingested,
+    parquet_bytes,
+    workdir_lock,
+)
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
 
 
@@ -52,15 +60,15 @@ class RunSummary:
 def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
-    refused = []
+    refused: list[Quarantined] = []
     for loc, base_url in config.affine_sources():
-        u, r = affine.list_units(loc, base_url=base_url)
-        units += u
-        refused += r
+        found, bad = affine.list_units(loc, base_url=base_url)
+        units += found
+        refused += bad
     for loc in config.swelego:
         units += swelego.list_units(loc)
     seen: set[str] = set()
-    unique = []
+    unique: list[Unit] = []
     for u in units:  # the same content listed twice is one unit
         if u.state_key not in seen:
             seen.add(u.state_key)
@@ -210,7 +218,7 @@ class PendingCommit:
     seq: int
     units: list[str]
     files: dict[str, str]
-    meta: dict[str, Any]
+    meta: CommitMeta
 
 
 def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
@@ -240,8 +248,7 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
     if keys is not None and keys.height:
         keys, taken = _taken_uids(state, keys)
         drops.append(taken.drop("__part"))
-        for i, uids in taken.group_by("__part").agg("source_uid").iter_rows():
-            excluded[i] = uids
+        excluded.update(dict(taken.group_by("__part").agg("source_uid").iter_rows()))
         keys = keys.drop("__part")
     admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
@@ -289,7 +296,7 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
 
 
 def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
-                 pending: PendingCommit | None = None) -> tuple[dict[str, Any], list[str]]:
+                 pending: PendingCommit | None = None) -> tuple[Stats, list[str]]:
     """Ledger, stats and publish tree, rendered from the committed state plus ``pending``.
 
     The new build is written beside the published one, verified and sealed with its manifest;

@@ -183,7 +183,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?i:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bearer|token|digest)\s+"
         r"(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
         r"(?i:authorization)",
-        lambda v: _real_value(v),
+        _real_value,
     ),
     # scheme://user:password@host — the password must not start like a reference (${X}, $X, <...>);
     # a percent-encoded one (%40...) is a password (``%VAR%`` is left to the placeholder check).
@@ -207,7 +207,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         "encoded_secret",
         r"(?:^|[^A-Za-z0-9+/])(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
         "",  # filled in below: the base64 forms of the vendor prefixes
-        lambda v: _encodes_secret(v),
+        _encodes_secret,
     ),
 )
 

@@ -50,7 +50,7 @@ def _chromium() -> str:
     if os.geteuid() != 0:
         pytest.skip("Chromium is not installed and installing it needs root "
                     "(run `sudo apt-get install chromium` to run this test)")
-    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True,
+    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=False, capture_output=True, text=True,
                           timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     found = shutil.which("chromium")
     if not found:
@@ -68,7 +68,7 @@ def load_in_chromium(page: Path, tmp: Path) -> tuple[dict, list[str]]:
         [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
          f"--window-size={WIDTH},900", "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0",
          f"--user-data-dir={tmp / 'profile'}", "--dump-dom", probed.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        check=False, capture_output=True, text=True, timeout=120)
     m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"Chromium did not render the page: {proc.stderr[-2000:]}"
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]

@@ -175,7 +175,7 @@ def replay(command: str, files: dict[str, str], tmp_path: Path) -> tuple[str, in
     """Run a converted command with /testbed mapped to a scratch dir holding ``files``."""
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], capture_output=True,
+    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], check=False, capture_output=True,
                          text=True, timeout=30)
     return res.stdout + res.stderr, res.returncode
 
@@ -382,7 +382,8 @@ def test_real_directory_view_is_a_listing_that_replays(tmp_path: Path) -> None:
     work = tmp_path / "w"
     (work / ".git").mkdir(parents=True)  # hidden: not listed
     (work / "game_2048.py").write_text("")
-    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(work))], capture_output=True, text=True)
+    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(work))], check=False, capture_output=True,
+                         text=True)
     assert (res.stdout.replace(str(work), "/testbed"), res.returncode) == ("/testbed/\n/testbed/game_2048.py\n", 0)
 
 
@@ -414,7 +415,7 @@ def test_a_failed_read_prints_what_cat_or_sed_print(args: dict[str, Any], comman
     action = convert_call("read", {"path": "/testbed/x.py", **args}, "ENOENT: no such file or directory, open "
                           "'/testbed/x.py'", 1, 0, ToolState())
     assert (action.command, action.output, action.returncode) == (command, output, rc)
-    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], capture_output=True, text=True)
+    res = subprocess.run(["bash", "-c", command.replace("/testbed", str(tmp_path))], check=False, capture_output=True, text=True)
     assert (res.stdout + res.stderr, res.returncode) == (output.replace("/testbed", str(tmp_path)), rc)
 
 

@@ -43,7 +43,7 @@ def drop_of(path: Path) -> tuple[str, str]:
 
 def sh(cmd: str, root: Path) -> tuple[int, str]:
     """Run a converted command with ``/testbed`` mapped to ``root``; output mapped back."""
-    res = subprocess.run(["bash", "-c", cmd.replace("/testbed", str(root))], cwd=root, capture_output=True,
+    res = subprocess.run(["bash", "-c", cmd.replace("/testbed", str(root))], check=False, cwd=root, capture_output=True,
                          text=True, timeout=30)
     return res.returncode, res.stdout.replace(str(root), "/testbed")
 

@@ -224,7 +224,7 @@ FAST = {"TRAJPIPE_FETCH_DEADLINE": "6", "TRAJPIPE_READ_TIMEOUT": "2", "TRAJPIPE_
 
 def test_good_and_same_origin_redirect_finish(server: tuple[str, Path], tmp_path: Path) -> None:
     url, _ = server
-    res, wall, rss = trajpipe(*run_args(tmp_path / "w", f"{url}/redirect-same"), env=FAST)
+    res, _wall, rss = trajpipe(*run_args(tmp_path / "w", f"{url}/redirect-same"), env=FAST)
     assert res.returncode == 0, res.stderr[-3000:]
     assert books(tmp_path / "w")["published"] == 5 and rss < RSS_BOUND_MB
 
@@ -257,7 +257,7 @@ def test_trickled_chunks_are_not_decided_and_are_fetched_by_the_next_run(server:
 
 def test_resets_and_5xx_are_retried_and_resumed(server: tuple[str, Path], tmp_path: Path) -> None:
     url, _ = server
-    res, wall, rss = trajpipe(*run_args(tmp_path / "w", f"{url}/flaky"), env=FAST)
+    res, _wall, _rss = trajpipe(*run_args(tmp_path / "w", f"{url}/flaky"), env=FAST)
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(tmp_path / "w")
     assert inv["published"] == 5 and inv["quarantined"] == 0, inv
@@ -384,7 +384,7 @@ def test_parquet_of_huge_messages_stays_within_memory(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=300)
     assert path.stat().st_size < 1 << 20
     work = tmp_path / "w"
-    res, wall, rss = trajpipe(*run_args(work, swelego=str(tmp_path / "lego")), timeout=300)
+    res, _wall, rss = trajpipe(*run_args(work, swelego=str(tmp_path / "lego")), timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 8, inv
@@ -401,7 +401,7 @@ def test_jsonl_line_far_over_the_limit_is_never_held_whole(tmp_path: Path) -> No
             fh.write(b"y" * (64 * 2**20))  # one line of ~830 MB
         fh.write(b'"}\n\n\n')
     work = tmp_path / "w"
-    res, wall, rss = trajpipe(*run_args(work, swelego=str(lego), config=_limits(tmp_path, max_record_bytes=8 * 2**20)))
+    res, _wall, rss = trajpipe(*run_args(work, swelego=str(lego), config=_limits(tmp_path, max_record_bytes=8 * 2**20)))
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 1 and inv["ingested"] == 1, inv
@@ -438,7 +438,7 @@ def test_a_million_bad_records_in_one_chunk_keep_memory_flat(tmp_path: Path) -> 
     sha = write_chunk(corpus, key, raw)
     write_epoch(corpus, 1, [{"key": key, "sha256": sha}])
     work = tmp_path / "w"
-    res, wall, rss = trajpipe(*run_args(work, str(corpus)), timeout=400)
+    res, _wall, rss = trajpipe(*run_args(work, str(corpus)), timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 1_000_000 and inv["published"] == 1

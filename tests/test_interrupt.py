@@ -40,6 +40,6 @@ def test_ctrl_c_says_it_is_stopping_and_a_rerun_finishes(tmp_path: Path) -> None
                                   "resume)")
     # the remaining units are not worked through before exiting (a generous bound: no timing margin)
     assert stopped_after < 30
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "ingested" in done.stderr and "quarantined" in done.stderr

@@ -27,7 +27,6 @@ from pipeline.publish.publisher import (
     publish_to_dir,
     publish_to_hub,
     publish_tree,
-    write_manifest,
 )
 from schemas.run import PUBLISHED
 from tests.builders import BASH, LEGO, build, sample_drops, sample_rows, sample_stats, table, work_frame

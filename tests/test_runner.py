@@ -15,7 +15,7 @@ from pipeline.fileio import file_sha256
 from pipeline.runner import NoBenchmarks, RunSummary, run_pipeline
 from pipeline.state import WorkdirLocked, seal_record, workdir_lock
 from tests.builders import distinct, tree_bytes
-from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
+from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, write_chunk, write_epoch
 
 
 def config(corpus: Path, work: Path, **kw) -> Config:

@@ -13,7 +13,7 @@ import random
 import shutil
 import string
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,7 +34,7 @@ REPO = "datasets/SWE-Lego/SWE-Lego-Real-Data"
 class FakeHub(DirFileSystem):
     """A folder served with HfFileSystem's paths and file info (``lfs.sha256``); counts bytes read."""
 
-    bytes_read: dict[str, int] = {}
+    bytes_read: ClassVar[dict[str, int]] = {}
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         info = super().info(path, **kwargs)

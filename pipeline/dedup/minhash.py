@@ -40,7 +40,7 @@ def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.
     return a, b
 
 
-@numba.njit(nogil=True, cache=True, boundscheck=False)  # type: ignore[misc]
+@numba.njit(nogil=True, cache=True, boundscheck=False)
 def _sign_kernel(h: npt.NDArray[np.uint32], off: npt.NDArray[np.int64], a: npt.NDArray[np.uint32],
                  b: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32]) -> None:  # pragma: no cover - compiled
     n_perm = a.shape[0]

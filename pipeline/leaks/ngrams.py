@@ -91,7 +91,7 @@ def gram_hashes(h: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
         for k in range(1, n):
             g = g + h[pos + k] * _MULT[k % len(_MULT)]
             g ^= g >> np.uint64(29)
-    return g
+    return np.asarray(g, dtype=np.uint64)
 
 
 def gram_starts(doc: np.ndarray, n: int, usable: np.ndarray | None = None) -> np.ndarray:
@@ -125,4 +125,4 @@ def is_in_sorted(hashes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     if len(sorted_set) == 0:
         return np.zeros(len(hashes), dtype=bool)
     i = np.minimum(np.searchsorted(sorted_set, hashes), len(sorted_set) - 1)
-    return sorted_set[i] == hashes
+    return np.asarray(sorted_set[i] == hashes, dtype=bool)

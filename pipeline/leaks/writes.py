@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
@@ -173,8 +173,8 @@ def _bre_to_re(pattern: str) -> str:
 
 def _sed_script_writes(turn: int, script: str, known: Sequence[list[str]], extended: bool) -> list[Write]:
     out: list[Write | None] = []
-    for part in re.split(r"\n|;(?=\s*(?:\d+|/[^/]*/|\$)?\s*[sacid]\b)", script):
-        part = part.strip()
+    for raw_part in re.split(r"\n|;(?=\s*(?:\d+|/[^/]*/|\$)?\s*[sacid]\b)", script):
+        part = raw_part.strip()
         m = re.match(r"^(?:[0-9,$]+|/(?:[^/\\]|\\.)*/)?\s*s(.)", part)
         if m:
             d = re.escape(m.group(1))
@@ -242,7 +242,11 @@ def _echo_text(argv: list[str]) -> str:
         parts: list[str] = []
         for group in groups:
             it = iter(group)
-            parts.append(re.sub(r"%[-0-9.]*[sdb]", lambda _m, it=it: next(it, "").replace("\\", "\\\\"), fmt))
+
+            def fill(_m: re.Match[str], it: Iterator[str] = it) -> str:
+                return next(it, "").replace("\\", "\\\\")
+
+            parts.append(re.sub(r"%[-0-9.]*[sdb]", fill, fmt))
         words = ["".join(parts).replace("\0", "%")]
     return " ".join(words).replace("\\n", "\n").replace("\\t", "\t")
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
-from pipeline.episode import Episode, ParseError, RawRun, Step, ToolCall
+from pipeline.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
 from pipeline.parsers.common import (
     FORMAT_ERROR_REFERENCE_RE,
     as_dict,
@@ -138,7 +138,7 @@ def _as_event(ev: Any, where: str, n: int, pending: list[str]) -> dict[str, Any]
             code = ev.get("exit_code")
             ev["extras"] = {"metadata": {"exit_code": code}} if isinstance(code, int) else {}
         pending.clear()
-    return ev
+    return cast(dict[str, Any], ev)
 
 
 def _events(payload: dict[str, Any]) -> list[Any]:
@@ -178,9 +178,9 @@ def parse_openhands(raw: RawRun) -> Episode:
     carry = ""
     model = "unknown"
     working_dir: str | None = None  # the shell's directory when the first command ran
-    for i, ev in enumerate(events):
-        ev = as_dict(ev, f"events[{i}]")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    for i, item in enumerate(events):
+        ev = as_dict(item, f"events[{i}]")
+        args: dict[str, Any] = ev["args"] if isinstance(ev.get("args"), dict) else {}
         action = opt_str(ev.get("action"))
         source = opt_str(ev.get("source"))
         if action is not None:
@@ -239,7 +239,7 @@ def parse_openhands(raw: RawRun) -> Episode:
     patch = recorded_patch(payload)
     if patch and steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
         steps[-1].observation = patch  # the run's submission, as the record kept it
-    instance = payload.get("instance") if isinstance(payload.get("instance"), dict) else {}
+    instance: dict[str, Any] = payload["instance"] if isinstance(payload.get("instance"), dict) else {}
     llm = payload.get("metadata", {}).get("llm_config") if isinstance(payload.get("metadata"), dict) else None
     if model == "unknown" and isinstance(llm, dict):
         model = opt_str(llm.get("model")) or model
@@ -278,7 +278,7 @@ def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[S
     return kept
 
 
-def _resolved(payload: dict[str, Any]) -> str:
+def _resolved(payload: dict[str, Any]) -> Resolved:
     result = payload.get("test_result")
     report = result.get("report") if isinstance(result, dict) else None
     if isinstance(report, dict) and "resolved" in report:

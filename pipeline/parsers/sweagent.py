@@ -168,7 +168,7 @@ def parse_sweagent(raw: RawRun) -> Episode:
                           counters=counters, root_hint=root, **common)
     tool_actions(ep, declared_tools(next((m.text for m in hist if m.role == "system"), "")))
     mark_timeouts(ep)
-    settle_submits(ep, opt_str(info.get("submission")))
+    settle_submits(ep, opt_str(info.get("submission")) if isinstance(info, dict) else None)
     return restore_pty_newlines(ep)
 
 

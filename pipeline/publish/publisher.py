@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import polars as pl
@@ -134,7 +134,7 @@ def _stats_near(src: Path) -> Stats | None:
         stats = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise PublishRefused(f"{path} is damaged ({exc}): rerun `trajpipe run`") from None
-    return stats if isinstance(stats, dict) else {}
+    return cast(Stats, stats if isinstance(stats, dict) else {})
 
 
 def publish_to_dir(src: Path, to: Path, *, stats: Stats | None = None) -> list[str]:
@@ -184,7 +184,7 @@ def _tree_listing(root: Path) -> list[str]:
     return sorted(out)
 
 
-def write_manifest(tree: Path, stats: dict[str, Any]) -> dict[str, Any]:
+def write_manifest(tree: Path, stats: Mapping[str, Any]) -> dict[str, Any]:
     """Seal a finished build: the sha256 of every file, its datasets and its books, written last.
 
     A reader trusts a tree only when every file matches this manifest (:func:`verify_build`)."""
@@ -289,7 +289,7 @@ def switch_build(workdir: Path, stage: Path, manifest: dict[str, Any], *, curren
     for old in builds.iterdir():
         if old.name != final.name:
             shutil.rmtree(old, ignore_errors=True)
-    return final
+    return Path(final)
 
 
 # ---------------------------------------------------------------------------------------- Hub

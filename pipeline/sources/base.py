@@ -248,7 +248,7 @@ class _HttpStream(io.RawIOBase):
 def open_location(location: str, deadline_s: float | None = None) -> IO[bytes]:
     """A binary stream over a local path or an http(s) URL (streamed, deadline-bound, retried)."""
     if location.startswith(("http://", "https://")):
-        return io.BufferedReader(_HttpStream(location, deadline_s or FETCH_DEADLINE_S), 1 << 16)
+        return io.BufferedReader(_HttpStream(location, deadline_s or FETCH_DEADLINE_S), 1 << 16)  # type: ignore[type-var]
     if not location.startswith("/") and "://" in location:
         raise FetchFailed(f"unsupported scheme in {redact_url(location)}")
     return open(location, "rb")
@@ -332,9 +332,9 @@ def iter_gzip_lines(stream: IO[bytes], *, max_chunk_bytes: int, max_record_bytes
             yield line_no + 1, None, "record_too_large"
             pending, skipping = b"", True
     if pending and not skipping:
-        m = _CONTENT.search(pending)
-        if m:
-            yield line_no + 1, m.group(), ""
+        tail = _CONTENT.search(pending)
+        if tail:
+            yield line_no + 1, tail.group(), ""
 
 
 class ShardTooLarge(Exception):

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 import pyarrow.parquet as pq
@@ -43,16 +43,16 @@ def filesystem_for(url: str) -> tuple[Any, str]:
         from huggingface_hub import HfFileSystem
 
         return HfFileSystem(), url[len("hf://"):]
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
-    return fsspec.core.url_to_fs(url)
+    return cast(tuple[Any, str], fsspec.core.url_to_fs(url))
 
 
 def _open(location: str) -> IO[bytes]:
     """A seekable binary stream over a local path or a remote URL (fetched in blocks as read)."""
     if is_remote(location):
         fs, path = filesystem_for(location)
-        return fs.open(path, "rb")
+        return cast(IO[bytes], fs.open(path, "rb"))
     return open(location.removeprefix("file://"), "rb")
 
 
@@ -66,12 +66,12 @@ def _parquet_file(location: str) -> Iterator[pq.ParquetFile]:
         yield pq.ParquetFile(fh)
 
 
-def _remote_sha256(fs: Any, path: str, info: dict) -> str:
+def _remote_sha256(fs: Any, path: str, info: dict[str, Any]) -> str:
     """Content identity of a remote file: the Hub's LFS sha256 (the file's own sha256) when it has
     one, else the sha256 of the bytes, streamed."""
     lfs = info.get("lfs")
     if isinstance(lfs, dict) and isinstance(lfs.get("sha256"), str):
-        return lfs["sha256"]
+        return str(lfs["sha256"])
     h = hashlib.sha256()
     with fs.open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -197,7 +197,7 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
 
 
 def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_row: int = 0,
-                  max_record_bytes: int = 64 * 2**20) -> Iterator[tuple[int, dict | str]]:
+                  max_record_bytes: int = 64 * 2**20) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """Rows of a Parquet file as dicts; a row whose decoded size is over ``max_record_bytes`` is a
     ``record_too_large`` problem and is never turned into Python objects. Batches are sized from
     the row groups' uncompressed sizes, so a file of a few huge rows is read a row at a time."""
@@ -206,7 +206,7 @@ def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_ro
 
 
 def _parquet_batches(pf: pq.ParquetFile, row_groups: tuple[int, int] | None, first_row: int,
-                     max_record_bytes: int) -> Iterator[tuple[int, dict | str]]:
+                     max_record_bytes: int) -> Iterator[tuple[int, dict[str, Any] | str]]:
     n = first_row
     groups = list(range(*row_groups)) if row_groups else list(range(pf.metadata.num_row_groups))
     for g in groups:
@@ -228,7 +228,7 @@ def _parquet_batches(pf: pq.ParquetFile, row_groups: tuple[int, int] | None, fir
                 n += 1
 
 
-def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict | str]]:
+def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """Lines of a JSONL file; an over-long line is skipped in blocks (never held whole) and blank
     lines cost nothing."""
     with _open(path) as fh:

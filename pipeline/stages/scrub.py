@@ -98,7 +98,7 @@ def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
                           *(flags.get("tf") or [False] * len(fields)))]
     found: dict[str, str] = {}  # value -> kind (first kind that claimed it)
     for text, hit in zip(texts, hits, strict=True):
-        if text and hit:
+        if isinstance(text, str) and text and hit:
             for kind, value in find_secrets(text):
                 found.setdefault(value, kind)
     counts: Counter[str] = Counter()
