@@ -388,8 +388,7 @@ def test_parquet_of_huge_messages_stays_within_memory(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 8, inv
-    # the driver holds the run's ledger (~300 bytes a drop: ~300 MB here) on top of the usual bound
-    assert rss < RSS_BOUND_MB + 500, rss
+    assert rss < RSS_BOUND_MB, rss
 
 
 def test_jsonl_line_far_over_the_limit_is_never_held_whole(tmp_path: Path) -> None:
@@ -443,7 +442,8 @@ def test_a_million_bad_records_in_one_chunk_keep_memory_flat(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 1_000_000 and inv["published"] == 1
-    assert rss < RSS_BOUND_MB, rss
+    # the driver holds the run's ledger (~300 bytes a drop: ~300 MB here) on top of the usual bound
+    assert rss < RSS_BOUND_MB + 500, rss
 
 
 def test_dataset_name_from_any_harness_value(tmp_path: Path) -> None:
