@@ -27,18 +27,49 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import Config
-from pipeline.context import Context
-from pipeline.secrets import PATTERNS, SECRET_KINDS, find_secrets
+from pipeline.core.config import Config
+from pipeline.core.context import Context
+from pipeline.reference.secrets import PATTERNS, SECRET_KINDS, find_secrets
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 from pipeline.stages.scrub import Scrub
 from schemas.run import WORK, polars_schema
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
-WORDS = ["frame", "width", "height", "layout", "render", "token", "parser", "value", "config", "cache", "index", "buffer", "stream", "node", "tree", "item", "record", "schema", "field", "column", "batch", "chunk", "shard", "epoch", "limit", "offset", "cursor", "handler", "request"]
+WORDS = [
+    "frame",
+    "width",
+    "height",
+    "layout",
+    "render",
+    "token",
+    "parser",
+    "value",
+    "config",
+    "cache",
+    "index",
+    "buffer",
+    "stream",
+    "node",
+    "tree",
+    "item",
+    "record",
+    "schema",
+    "field",
+    "column",
+    "batch",
+    "chunk",
+    "shard",
+    "epoch",
+    "limit",
+    "offset",
+    "cursor",
+    "handler",
+    "request",
+]
 
 
 # ---------------------------------------------------------------------------------------------- generator
+
 
 class Gen:
     def __init__(self, seed: int) -> None:
@@ -50,18 +81,22 @@ class Gen:
     def code_line(self) -> str:
         r = self.r
         a, b, c = self.ident(), self.ident(), self.ident()
-        return r.choice([
-            f"    {a} = {b}({c}, strict={r.choice(['True', 'False'])})",
-            f"    if {a} is not None and {b}.{c} > {r.randint(2, 999)}:",
-            f"        raise ValueError(\"{a} must not exceed {b}\")",
-            f"    return {a}.{b}({c}, keep={r.randint(0, 9)})",
-            f"    {a}.extend(x for x in {b} if x.{c} != {r.randint(0, 50)})",
-        ])
+        return r.choice(
+            [
+                f"    {a} = {b}({c}, strict={r.choice(['True', 'False'])})",
+                f"    if {a} is not None and {b}.{c} > {r.randint(2, 999)}:",
+                f'        raise ValueError("{a} must not exceed {b}")',
+                f"    return {a}.{b}({c}, keep={r.randint(0, 9)})",
+                f"    {a}.extend(x for x in {b} if x.{c} != {r.randint(0, 50)})",
+            ]
+        )
 
     def source(self, nbytes: int) -> str:
         lines, size = [], 0
         while size < nbytes:
-            ln = self.r.choice([self.code_line(), f"def {self.ident()}(self, {self.ident()}):", "", "    pass"])
+            ln = self.r.choice(
+                [self.code_line(), f"def {self.ident()}(self, {self.ident()}):", "", "    pass"]
+            )
             lines.append(ln)
             size += len(ln) + 1
         return "\n".join(lines) + "\n"
@@ -70,8 +105,14 @@ class Gen:
         old = [self.code_line() for _ in range(max(1, n_add - 1))]
         new = [self.code_line() for _ in range(n_add)]
         body = "".join(f"-{x}\n" for x in old) + "".join(f"+{x}\n" for x in new)
-        return (f"diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,{len(old)} +1,{n_add} @@\n"
-                + body), old, new
+        return (
+            (
+                f"diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,{len(old)} +1,{n_add} @@\n"
+                + body
+            ),
+            old,
+            new,
+        )
 
     def sha(self, n: int = 40) -> str:
         return "".join(self.r.choice("0123456789abcdef") for _ in range(n))
@@ -85,26 +126,45 @@ class Gen:
         up = string.ascii_uppercase + string.digits
         b64 = string.ascii_letters + string.digits + "+/"
         v = {
-            "github_token": "ghp_" + rand(36), "gitlab_token": "glpat-" + rand(20),
-            "aws_access_key": "AKIA" + rand(16, up), "aws_secret_key": rand(40, b64),
-            "gcp_api_key": "AIza" + rand(35), "azure_key": rand(86, b64) + "==",
-            "hf_token": "hf_" + rand(34), "openai_key": "sk-proj-" + rand(56),
-            "anthropic_key": "sk-ant-api03-" + rand(90), "slack_token": "xoxb-" + rand(12, string.digits) + "-" + rand(24),
-            "stripe_key": "sk_live_" + rand(24), "jwt": "eyJ" + rand(30) + ".eyJ" + rand(40) + "." + rand(43),
-            "url_password": rand(14), "env_secret": rand(20),
+            "github_token": "ghp_" + rand(36),
+            "gitlab_token": "glpat-" + rand(20),
+            "aws_access_key": "AKIA" + rand(16, up),
+            "aws_secret_key": rand(40, b64),
+            "gcp_api_key": "AIza" + rand(35),
+            "azure_key": rand(86, b64) + "==",
+            "hf_token": "hf_" + rand(34),
+            "openai_key": "sk-proj-" + rand(56),
+            "anthropic_key": "sk-ant-api03-" + rand(90),
+            "slack_token": "xoxb-" + rand(12, string.digits) + "-" + rand(24),
+            "stripe_key": "sk_live_" + rand(24),
+            "jwt": "eyJ" + rand(30) + ".eyJ" + rand(40) + "." + rand(43),
+            "url_password": rand(14),
+            "env_secret": rand(20),
             "private_key": "\n".join(rand(64, b64) for _ in range(r.randint(3, 8))),
         }[kind]
-        name = r.choice(["DB_PASSWORD", "STRIPE_API_KEY", "MY_SERVICE_TOKEN", "APP_SECRET_KEY", "CLIENT_SECRET"])
+        name = r.choice(
+            ["DB_PASSWORD", "STRIPE_API_KEY", "MY_SERVICE_TOKEN", "APP_SECRET_KEY", "CLIENT_SECRET"]
+        )
         text = {
-            "github_token": r.choice([f"export GITHUB_TOKEN={v}", f"git push https://x-access-token:{v}@github.com/a/b",
-                                      f"token = '{v}'"]),
-            "gitlab_token": f"PRIVATE-TOKEN: {v}", "aws_access_key": f"aws_access_key_id = {v}",
+            "github_token": r.choice(
+                [
+                    f"export GITHUB_TOKEN={v}",
+                    f"git push https://x-access-token:{v}@github.com/a/b",
+                    f"token = '{v}'",
+                ]
+            ),
+            "gitlab_token": f"PRIVATE-TOKEN: {v}",
+            "aws_access_key": f"aws_access_key_id = {v}",
             "aws_secret_key": r.choice([f"aws_secret_access_key = {v}", f"AWS_SECRET_ACCESS_KEY={v}"]),
-            "gcp_api_key": f"maps_key: \"{v}\"", "azure_key": f"AccountName=acct;AccountKey={v};EndpointSuffix=x",
+            "gcp_api_key": f'maps_key: "{v}"',
+            "azure_key": f"AccountName=acct;AccountKey={v};EndpointSuffix=x",
             "hf_token": r.choice([f"huggingface-cli login --token {v}", f"HF_TOKEN={v}"]),
-            "openai_key": f"OpenAI(api_key=\"{v}\")", "anthropic_key": f"x-api-key: {v}",
-            "slack_token": f"slack_client = WebClient(token='{v}')", "stripe_key": f"stripe.api_key = \"{v}\"",
-            "jwt": f"Authorization: Bearer {v}", "url_password": f"pip install -i https://ci:{v}@pkgs.example.com/simple x",
+            "openai_key": f'OpenAI(api_key="{v}")',
+            "anthropic_key": f"x-api-key: {v}",
+            "slack_token": f"slack_client = WebClient(token='{v}')",
+            "stripe_key": f'stripe.api_key = "{v}"',
+            "jwt": f"Authorization: Bearer {v}",
+            "url_password": f"pip install -i https://ci:{v}@pkgs.example.com/simple x",
             "env_secret": f"{name}={v}",
             "private_key": f"-----BEGIN RSA PRIVATE KEY-----\n{v}\n-----END RSA PRIVATE KEY-----",
         }[kind]
@@ -112,47 +172,103 @@ class Gen:
 
     def secret_lookalike(self) -> str:
         r = self.r
-        return r.choice([
-            f"commit {self.sha()}", f"id {self.rand(8, '0123456789abcdef')}-{self.rand(4, '0123456789abcdef')}-4abc-"
-            f"8def-{self.rand(12, '0123456789abcdef')}", f'FIXTURE = "{self.rand(60, string.ascii_letters + "+/")}=="',
-            "PASSWORD=changeme", "API_KEY=${API_KEY}", "git clone https://github.com/psf/requests.git",
-            "token: <REDACTED:github_token>", 'SECRET_KEY = "django-insecure-test"', "TOKEN=abc",
-            f"sha256:{self.sha(64)}", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----",
-        ])
+        return r.choice(
+            [
+                f"commit {self.sha()}",
+                f"id {self.rand(8, '0123456789abcdef')}-{self.rand(4, '0123456789abcdef')}-4abc-"
+                f"8def-{self.rand(12, '0123456789abcdef')}",
+                f'FIXTURE = "{self.rand(60, string.ascii_letters + "+/")}=="',
+                "PASSWORD=changeme",
+                "API_KEY=${API_KEY}",
+                "git clone https://github.com/psf/requests.git",
+                "token: <REDACTED:github_token>",
+                'SECRET_KEY = "django-insecure-test"',
+                "TOKEN=abc",
+                f"sha256:{self.sha(64)}",
+                "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----",
+            ]
+        )
 
 
 # (label, commands, outputs, expect) factories: expect is "solution_leak/<kind>", "attempt/<kind>" or "keep".
-def leak_case(g: Gen, kind: str, fix_new: list[str], fix_diff: str, pr: str) -> tuple[list[str], list[str], str, str]:
+def leak_case(
+    g: Gen, kind: str, fix_new: list[str], fix_diff: str, pr: str
+) -> tuple[list[str], list[str], str, str]:
     r = g.r
     sha = g.sha(r.choice([7, 10, 40]))
     fixed_file = "def render(frame):\n" + "\n".join(fix_new) + "\n"
     show = f"commit {sha}\nAuthor: dev <d@x>\n\n    Fix {g.ident()} (#{pr})\n\n{fix_diff}"
     cd = r.choice(["", "cd /testbed && ", "cd /testbed; "])
     if kind == "git_history":
-        c = r.choice([f"git log --all --oneline --grep='#{pr}'", f"git log -S {g.ident()} --oneline | head",
-                      f"git log --branches --format='%h %s' | grep -i {g.ident()}", f"git log -G'{g.ident()}' --all -n 5"])
+        c = r.choice(
+            [
+                f"git log --all --oneline --grep='#{pr}'",
+                f"git log -S {g.ident()} --oneline | head",
+                f"git log --branches --format='%h %s' | grep -i {g.ident()}",
+                f"git log -G'{g.ident()}' --all -n 5",
+            ]
+        )
         return [cd + c], [f"{sha[:7]} Fix {g.ident()} (#{pr})\n"], "git_history", "real"
     if kind == "foreign_object":
-        c = r.choice([f"git show {sha}", f"git diff {sha}^ {sha}", "git show origin/main:src/m.py",
-                      f"git format-patch -1 {sha} --stdout", f"git cat-file -p {sha}", "git diff v1.2.0 v1.3.0"])
-        return [cd + c], [show if "cat-file" not in c and ":" not in c else fixed_file], "foreign_object", "real"
+        c = r.choice(
+            [
+                f"git show {sha}",
+                f"git diff {sha}^ {sha}",
+                "git show origin/main:src/m.py",
+                f"git format-patch -1 {sha} --stdout",
+                f"git cat-file -p {sha}",
+                "git diff v1.2.0 v1.3.0",
+            ]
+        )
+        return (
+            [cd + c],
+            [show if "cat-file" not in c and ":" not in c else fixed_file],
+            "foreign_object",
+            "real",
+        )
     if kind == "bug_patch":
         c = r.choice(["git show HEAD~1", "git log -p -3", "git diff HEAD~2 HEAD~1"])
-        return [cd + c], [f"commit {sha}\nAuthor: swesmith\n\n    Bug Patch\n\n{fix_diff}"], "bug_patch", "swesmith"
+        return (
+            [cd + c],
+            [f"commit {sha}\nAuthor: swesmith\n\n    Bug Patch\n\n{fix_diff}"],
+            "bug_patch",
+            "swesmith",
+        )
     if kind == "network_fetch":
-        c = r.choice(["curl -sL https://raw.githubusercontent.com/acme/w/main/src/m.py",
-                      f"wget -qO- https://github.com/acme/w/pull/{pr}.diff",
-                      f"curl -s https://api.github.com/repos/acme/w/pulls/{pr}/files | head -50",
-                      "python3 -c \"import urllib.request;print(urllib.request.urlopen('https://github.com/acme/w/raw/main/m.py').read())\"",
-                      "git fetch origin && git log origin/main --oneline -3",
-                      "git clone https://gitlab.com/acme/w.git /tmp/w"])
+        c = r.choice(
+            [
+                "curl -sL https://raw.githubusercontent.com/acme/w/main/src/m.py",
+                f"wget -qO- https://github.com/acme/w/pull/{pr}.diff",
+                f"curl -s https://api.github.com/repos/acme/w/pulls/{pr}/files | head -50",
+                "python3 -c \"import urllib.request;print(urllib.request.urlopen('https://github.com/acme/w/raw/main/m.py').read())\"",
+                "git fetch origin && git log origin/main --oneline -3",
+                "git clone https://gitlab.com/acme/w.git /tmp/w",
+            ]
+        )
         return [c], [r.choice([fixed_file, show, "Cloning into '/tmp/w'...\n"])], "network_fetch", "real"
     if kind == "package_fetch":
-        c = r.choice(["pip download w==9.9 --no-deps -d /tmp/p", "pip install git+https://github.com/acme/w@main",
-                      "python -m pip install -U w", "pip install --upgrade 'w>=9.9'", "uv pip install w==9.9"])
-        return [c], ["Collecting w\n  Downloading w-9.9.tar.gz\nSuccessfully installed w-9.9\n"], "package_fetch", "real"
-    c = r.choice(["cat /usr/local/lib/python3.11/site-packages/w/m.py", "sed -n 1,80p /usr/lib/python3/dist-packages/w/m.py",
-                  "cp /usr/local/lib/python3.11/site-packages/w/m.py src/m.py"])
+        c = r.choice(
+            [
+                "pip download w==9.9 --no-deps -d /tmp/p",
+                "pip install git+https://github.com/acme/w@main",
+                "python -m pip install -U w",
+                "pip install --upgrade 'w>=9.9'",
+                "uv pip install w==9.9",
+            ]
+        )
+        return (
+            [c],
+            ["Collecting w\n  Downloading w-9.9.tar.gz\nSuccessfully installed w-9.9\n"],
+            "package_fetch",
+            "real",
+        )
+    c = r.choice(
+        [
+            "cat /usr/local/lib/python3.11/site-packages/w/m.py",
+            "sed -n 1,80p /usr/lib/python3/dist-packages/w/m.py",
+            "cp /usr/local/lib/python3.11/site-packages/w/m.py src/m.py",
+        ]
+    )
     return [c], ["" if c.startswith("cp") else fixed_file], "site_packages", "real"
 
 
@@ -160,48 +276,120 @@ def attempt_case(g: Gen, kind: str) -> tuple[list[str], list[str]]:
     r = g.r
     return {
         "git_history": (["git log --all --oneline | head -3"], [f"{g.sha(7)} Initial import\n"]),
-        "foreign_object": ([f"git show {g.sha(7)} --stat"], [f"commit {g.sha()}\n\n    docs\n\n README | 2 +-\n"]),
-        "network_fetch": r.choice([
-            ([r.choice(["curl -s https://raw.githubusercontent.com/acme/w/main/m.py", "git fetch upstream"])],
-             [r.choice(["404: Not Found", "fatal: unable to access: Could not resolve host: github.com"])]),
-            (["git remote add upstream https://github.com/acme/w.git && git remote -v"],
-             ["upstream\thttps://github.com/acme/w.git (fetch)\nupstream\thttps://github.com/acme/w.git (push)\n"])]),
-        "package_fetch": (["pip download w"], ["ERROR: Could not find a version that satisfies the requirement w\n"]),
-        "site_packages": (["cat /usr/lib/python3/site-packages/w/m.py"], ["cat: ...: No such file or directory\n"]),
+        "foreign_object": (
+            [f"git show {g.sha(7)} --stat"],
+            [f"commit {g.sha()}\n\n    docs\n\n README | 2 +-\n"],
+        ),
+        "network_fetch": r.choice(
+            [
+                (
+                    [
+                        r.choice(
+                            [
+                                "curl -s https://raw.githubusercontent.com/acme/w/main/m.py",
+                                "git fetch upstream",
+                            ]
+                        )
+                    ],
+                    [
+                        r.choice(
+                            ["404: Not Found", "fatal: unable to access: Could not resolve host: github.com"]
+                        )
+                    ],
+                ),
+                (
+                    ["git remote add upstream https://github.com/acme/w.git && git remote -v"],
+                    [
+                        "upstream\thttps://github.com/acme/w.git (fetch)\nupstream\thttps://github.com/acme/w.git (push)\n"
+                    ],
+                ),
+            ]
+        ),
+        "package_fetch": (
+            ["pip download w"],
+            ["ERROR: Could not find a version that satisfies the requirement w\n"],
+        ),
+        "site_packages": (
+            ["cat /usr/lib/python3/site-packages/w/m.py"],
+            ["cat: ...: No such file or directory\n"],
+        ),
     }[kind]
 
 
 def benign_case(g: Gen, fix_diff: str) -> tuple[list[str], list[str]]:
     r = g.r
-    return r.choice([
-        (["git status"], ["On branch main\nnothing to commit, working tree clean\n"]),
-        (["git diff"], [fix_diff]), (["git log -n 3"], [f"commit {g.sha()}\n\n    Initial\n"]),
-        (["git log --oneline -5"], [f"{g.sha(7)} Initial\n"]), (["git show HEAD --stat"], [" m.py | 2 +-\n"]),
-        (["git stash && pytest -q && git stash pop"], ["Saved working directory\n3 passed\n"]),
-        (["pip install -e ."], ["Successfully installed w-1.0\n"]), (["pip install pytest-xdist"], ["Successfully installed\n"]),
-        (["curl -s http://localhost:8080/health"], ['{"ok": true}']),
-        (["git remote set-url origin https://github.com/acme/w.git && git remote -v"],
-         ["origin\thttps://github.com/acme/w.git (fetch)\norigin\thttps://github.com/acme/w.git (push)\n"]),
-        (["cat /usr/lib/python3/site-packages/numpy/version.py"], ["version = '1.26.0'\n"]),
-    ])
+    return r.choice(
+        [
+            (["git status"], ["On branch main\nnothing to commit, working tree clean\n"]),
+            (["git diff"], [fix_diff]),
+            (["git log -n 3"], [f"commit {g.sha()}\n\n    Initial\n"]),
+            (["git log --oneline -5"], [f"{g.sha(7)} Initial\n"]),
+            (["git show HEAD --stat"], [" m.py | 2 +-\n"]),
+            (["git stash && pytest -q && git stash pop"], ["Saved working directory\n3 passed\n"]),
+            (["pip install -e ."], ["Successfully installed w-1.0\n"]),
+            (["pip install pytest-xdist"], ["Successfully installed\n"]),
+            (["curl -s http://localhost:8080/health"], ['{"ok": true}']),
+            (
+                ["git remote set-url origin https://github.com/acme/w.git && git remote -v"],
+                [
+                    "origin\thttps://github.com/acme/w.git (fetch)\norigin\thttps://github.com/acme/w.git (push)\n"
+                ],
+            ),
+            (["cat /usr/lib/python3/site-packages/numpy/version.py"], ["version = '1.26.0'\n"]),
+        ]
+    )
 
 
-def make_row(uid: str, iid: str, repo: str, patch: str, statement: str, commands: list[str],
-             outputs: list[str], submit: bool = True) -> dict[str, object]:
+def make_row(
+    uid: str,
+    iid: str,
+    repo: str,
+    patch: str,
+    statement: str,
+    commands: list[str],
+    outputs: list[str],
+    submit: bool = True,
+) -> dict[str, object]:
     if submit:
         commands, outputs = [*commands, SUBMIT], [*outputs, ""]
-    msgs = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
-            {"role": "user", "content": f"<pr_description>\n{statement}\n</pr_description>"}]
+    msgs = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": f"<pr_description>\n{statement}\n</pr_description>"},
+    ]
     for c, o in zip(commands, outputs, strict=True):
         msgs.append({"role": "assistant", "content": f"THOUGHT: Let me look.\n\n```bash\n{c}\n```"})
-        msgs.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{o[:10000]}</output>"})
+        msgs.append(
+            {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{o[:10000]}</output>"}
+        )
     row: dict[str, object] = dict.fromkeys(WORK.names)
-    row.update(instance_id=iid, messages=msgs, family="pr", repo=repo, language="python", verified=False,
-               resolved="unknown", patch=patch, model="m", harness="bash", id_kind="pool", upstream_id=iid,
-               affine_source="swesmith", origin="Affine corpus", source_uid=uid, submitted=submit,
-               affine_fold_group="", epoch=1, dialect="bash", dataset="mini-coder-affine-bash", base_commit="",
-               problem_statement=statement, commands=commands, outputs=outputs,
-               returncodes=[0] * len(commands), raw_bytes=0)
+    row.update(
+        instance_id=iid,
+        messages=msgs,
+        family="pr",
+        repo=repo,
+        language="python",
+        verified=False,
+        resolved="unknown",
+        patch=patch,
+        model="m",
+        harness="bash",
+        id_kind="pool",
+        upstream_id=iid,
+        affine_source="swesmith",
+        origin="Affine corpus",
+        source_uid=uid,
+        submitted=submit,
+        affine_fold_group="",
+        epoch=1,
+        dialect="bash",
+        dataset="mini-coder-affine-bash",
+        base_commit="",
+        problem_statement=statement,
+        commands=commands,
+        outputs=outputs,
+        returncodes=[0] * len(commands),
+        raw_bytes=0,
+    )
     return row
 
 
@@ -213,11 +401,26 @@ def generate(n_runs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, list[d
     for i in range(300):
         p, _, _ = g.patch(r.randint(3, 8))
         stmt = " ".join(r.choice(WORDS) for _ in range(r.randint(60, 160)))
-        bench.append({"benchmark": "synthbench", "instance_id": f"bench-org__{g.ident().replace('_', '-')}-{1000 + i}",
-                      "repo": "bench-org/lib", "base_commit": g.sha(), "problem_statement": stmt, "patch": p})
+        bench.append(
+            {
+                "benchmark": "synthbench",
+                "instance_id": f"bench-org__{g.ident().replace('_', '-')}-{1000 + i}",
+                "repo": "bench-org/lib",
+                "base_commit": g.sha(),
+                "problem_statement": stmt,
+                "patch": p,
+            }
+        )
     bench_df = pl.DataFrame(bench)
     rows, labels = [], []
-    leak_kinds = ("git_history", "foreign_object", "bug_patch", "network_fetch", "package_fetch", "site_packages")
+    leak_kinds = (
+        "git_history",
+        "foreign_object",
+        "bug_patch",
+        "network_fetch",
+        "package_fetch",
+        "site_packages",
+    )
     for i in range(n_runs):
         pr = str(r.randint(100, 99999))
         n_add = r.randint(2, 6)
@@ -225,8 +428,10 @@ def generate(n_runs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, list[d
         fix_diff = "".join(f"-{x}\n" for x in old) + "".join(f"+{x}\n" for x in new)
         stmt = " ".join(r.choice(WORDS) for _ in range(r.randint(30, 120)))
         iid, repo = f"acme__w-{pr}", "acme__w"
-        cmds, outs = ["ls src", "cat src/m.py", "grep -rn render src | head"], \
-            ["m.py\nutil.py\n", g.source(int(10 ** r.uniform(1, 4.7))), "src/m.py:3:def render(frame):\n"]
+        cmds, outs = (
+            ["ls src", "cat src/m.py", "grep -rn render src | head"],
+            ["m.py\nutil.py\n", g.source(int(10 ** r.uniform(1, 4.7))), "src/m.py:3:def render(frame):\n"],
+        )
         label = {"expect": "keep", "secrets": []}
         roll = r.random()
         if roll < 0.30:
@@ -279,26 +484,44 @@ def generate(n_runs: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame, list[d
 
 # ---------------------------------------------------------------------------------------------- step-limited writes
 
-WRAPPERS = ["", "timeout -s KILL 30 ", "timeout -k 5 60 ", "env GIT_PAGER=cat ", "sudo -u dev ", "nice -n 5 ",
-            "stdbuf -oL ", "cd /testbed && "]
+WRAPPERS = [
+    "",
+    "timeout -s KILL 30 ",
+    "timeout -k 5 60 ",
+    "env GIT_PAGER=cat ",
+    "sudo -u dev ",
+    "nice -n 5 ",
+    "stdbuf -oL ",
+    "cd /testbed && ",
+]
 
 
-def write_forms(g: Gen, old: list[str], new: list[str], src_path: str, before: list[str],
-                after: list[str]) -> list[str]:
+def write_forms(
+    g: Gen, old: list[str], new: list[str], src_path: str, before: list[str], after: list[str]
+) -> list[str]:
     """The commands a run can type a fix with: a converted edit, sed -i, python replace, git apply (a patch
     with git's three context lines, ``before``/``after``)."""
     from pipeline.convert.edits import replace_command
 
-    diff = (f"--- a/{src_path}\n+++ b/{src_path}\n@@ -1,{len(old)} +1,{len(new)} @@\n"
-            + "".join(f" {x}\n" for x in before) + "".join(f"-{x}\n" for x in old)
-            + "".join(f"+{x}\n" for x in new) + "".join(f" {x}\n" for x in after))
+    diff = (
+        f"--- a/{src_path}\n+++ b/{src_path}\n@@ -1,{len(old)} +1,{len(new)} @@\n"
+        + "".join(f" {x}\n" for x in before)
+        + "".join(f"-{x}\n" for x in old)
+        + "".join(f"+{x}\n" for x in new)
+        + "".join(f" {x}\n" for x in after)
+    )
     first_old, first_new = old[0].strip(), new[0].strip()
     sed_safe = all(c not in first_old + first_new for c in "/&\\'[]*.^$")
-    forms = [replace_command(f"/testbed/{src_path}", [("\n".join(old) + "\n", "\n".join(new) + "\n", False)],
-                             f"The file /testbed/{src_path} has been edited.\n"),
-             f"git apply <<'EOF'\n{diff}EOF",
-             "python3 - <<'PY'\nfrom pathlib import Path\np = Path(" + repr(src_path) + ")\n"
-             f"p.write_text(p.read_text().replace({chr(10).join(old)!r}, {chr(10).join(new)!r}))\nPY"]
+    forms = [
+        replace_command(
+            f"/testbed/{src_path}",
+            [("\n".join(old) + "\n", "\n".join(new) + "\n", False)],
+            f"The file /testbed/{src_path} has been edited.\n",
+        ),
+        f"git apply <<'EOF'\n{diff}EOF",
+        "python3 - <<'PY'\nfrom pathlib import Path\np = Path(" + repr(src_path) + ")\n"
+        f"p.write_text(p.read_text().replace({chr(10).join(old)!r}, {chr(10).join(new)!r}))\nPY",
+    ]
     if sed_safe and len(old) == 1 and len(new) == 1:
         forms.append(f"sed -i 's/{first_old}/{first_new}/' {src_path}")
     return forms
@@ -317,14 +540,18 @@ def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, ob
         at = r.randrange(3, max(4, len(src) - 8))
         n_old = r.randint(1, 3)
         old = [g.code_line() for _ in range(n_old)]  # an edit's old text is unique in its file
-        src[at:at + n_old] = old
+        src[at : at + n_old] = old
         new = [g.code_line() for _ in range(r.randint(1, 3))]
-        fixed = src[:at] + new + src[at + len(old):]
-        context = src[max(0, at - 3):at]
-        after = src[at + len(old):at + len(old) + 3]
-        hunk = ("diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,9 +1,9 @@\n"
-                + "".join(f" {x}\n" for x in context) + "".join(f"-{x}\n" for x in old)
-                + "".join(f"+{x}\n" for x in new) + "".join(f" {x}\n" for x in after))
+        fixed = src[:at] + new + src[at + len(old) :]
+        context = src[max(0, at - 3) : at]
+        after = src[at + len(old) : at + len(old) + 3]
+        hunk = (
+            "diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,9 +1,9 @@\n"
+            + "".join(f" {x}\n" for x in context)
+            + "".join(f"-{x}\n" for x in old)
+            + "".join(f"+{x}\n" for x in new)
+            + "".join(f" {x}\n" for x in after)
+        )
         sha = g.sha()
         show = f"commit {sha}\nAuthor: dev <d@x>\n\n    Fix {g.ident()}\n\n{hunk}"
         wrap = r.choice(WRAPPERS)
@@ -338,7 +565,9 @@ def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, ob
             reads, outs, kind = [wrap + "git show origin/fix:src/m.py"], ["\n".join(fixed)], "foreign_object"
         else:  # a fetched file whose text trips the fetch-error pattern: only the later write confirms it
             reads = [wrap + "curl -s https://raw.githubusercontent.com/acme/w/main/src/m.py"]
-            outs = ['"""Errors: Traceback (most recent call last) is printed on failure."""\n' + "\n".join(fixed)]
+            outs = [
+                '"""Errors: Traceback (most recent call last) is printed on failure."""\n' + "\n".join(fixed)
+            ]
             kind = "network_fetch"
         cat_n = "".join(f"{k:6d}\t{x}\n" for k, x in enumerate(src, 1))
         case = r.choice(["leak", "leak", "other", "before"])
@@ -357,35 +586,52 @@ def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, ob
         uid = f"file:///synth/steplimit.jsonl.gz#L{i + 1}"
         row = make_row(uid, f"acme__w-{pr}", "acme__w", "", g.ident(), cmds, obs, submit=False)
         rows.append(row)
-        labels.append({"uid": uid, "expect": expect, "how": how, "write": write.split()[0], "wrap": wrap.strip()})
+        labels.append(
+            {"uid": uid, "expect": expect, "how": how, "write": write.split()[0], "wrap": wrap.strip()}
+        )
     return pl.DataFrame(rows, schema=polars_schema(WORK)), labels
 
 
 # ---------------------------------------------------------------------------------------------- scoring
 
+
 def text_bytes(df: pl.DataFrame) -> int:
-    return int(df.select(
-        pl.col("commands").list.eval(pl.element().str.len_bytes()).list.sum().sum()
-        + pl.col("outputs").list.eval(pl.element().str.len_bytes()).list.sum().sum()
-        + pl.col("messages").list.eval(pl.element().struct.field("content").str.len_bytes()).list.sum().sum()).item())
+    return int(
+        df.select(
+            pl.col("commands").list.eval(pl.element().str.len_bytes()).list.sum().sum()
+            + pl.col("outputs").list.eval(pl.element().str.len_bytes()).list.sum().sum()
+            + pl.col("messages")
+            .list.eval(pl.element().struct.field("content").str.len_bytes())
+            .list.sum()
+            .sum()
+        ).item()
+    )
 
 
 def prf(tp: int, fp: int, fn: int) -> tuple[float, float]:
     return (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
 
 
-def score_leaks(expect: dict[str, str], got: dict[str, str], attempts: Counter[str] | None = None) -> list[str]:
-    kinds = sorted({e for e in expect.values() if "/" in e and not e.startswith("attempt")} |
-                   {v for v in got.values()})
-    lines = ["| kind | planted | dropped | TP | FP | FN | precision | recall |", "|---|---|---|---|---|---|---|---|"]
+def score_leaks(
+    expect: dict[str, str], got: dict[str, str], attempts: Counter[str] | None = None
+) -> list[str]:
+    kinds = sorted(
+        {e for e in expect.values() if "/" in e and not e.startswith("attempt")} | {v for v in got.values()}
+    )
+    lines = [
+        "| kind | planted | dropped | TP | FP | FN | precision | recall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for k in kinds:
         tp = sum(1 for u, e in expect.items() if e == k and got.get(u) == k)
         fp = sum(1 for u, v in got.items() if v == k and expect.get(u) != k)
         fn = sum(1 for u, e in expect.items() if e == k and got.get(u) != k)
         p, rc = prf(tp, fp, fn)
         planted = sum(1 for e in expect.values() if e == k)
-        lines.append(f"| {k} | {planted} | {sum(1 for v in got.values() if v == k)} | {tp} | {fp} | {fn} | "
-                     f"{p:.2%} | {rc:.2%} |")
+        lines.append(
+            f"| {k} | {planted} | {sum(1 for v in got.values() if v == k)} | {tp} | {fp} | {fn} | "
+            f"{p:.2%} | {rc:.2%} |"
+        )
     return lines
 
 
@@ -401,16 +647,25 @@ def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str
         u, e = str(lb["uid"]), str(lb["expect"])
         ok = got.get(u) == e if e.startswith("solution_leak/") else u not in got
         by_how[f"{lb['how']} / {lb['write']}"]["ok" if ok else "wrong"] += 1
-    lines = ["## Step-limited runs confirmed by their own writes (issue 16)", "",
-             f"`write_cases({n_runs}, seed={seed + 1})`: runs with no submission and no gold patch that read a fix "
-             "(`git log --all -p`, `git log --oneline --all` + `git show <sha>`, `git show origin/fix:file`, `curl` of "
-             "the raw file), each read behind a random wrapper (" + ", ".join(w.strip() or "none" for w in WRAPPERS)
-             + "), then type it in (converted edit, `git apply`, python replace, `sed -i`): a leak; or type "
-             "something else, or type the fix *before* reading their own commit: an attempt, kept.", "",
-             *score_leaks(expect, got), "",
-             f"Attempt twins: {len(attempts)}, wrongly dropped: {sum(1 for u in attempts if u in got)}.", "",
-             "| read / write form | right | wrong |", "|---|---|---|",
-             *(f"| {k} | {v['ok']} | {v['wrong']} |" for k, v in sorted(by_how.items())), ""]
+    lines = [
+        "## Step-limited runs confirmed by their own writes (issue 16)",
+        "",
+        f"`write_cases({n_runs}, seed={seed + 1})`: runs with no submission and no gold patch that read a fix "
+        "(`git log --all -p`, `git log --oneline --all` + `git show <sha>`, `git show origin/fix:file`, `curl` of "
+        "the raw file), each read behind a random wrapper ("
+        + ", ".join(w.strip() or "none" for w in WRAPPERS)
+        + "), then type it in (converted edit, `git apply`, python replace, `sed -i`): a leak; or type "
+        "something else, or type the fix *before* reading their own commit: an attempt, kept.",
+        "",
+        *score_leaks(expect, got),
+        "",
+        f"Attempt twins: {len(attempts)}, wrongly dropped: {sum(1 for u in attempts if u in got)}.",
+        "",
+        "| read / write form | right | wrong |",
+        "|---|---|---|",
+        *(f"| {k} | {v['ok']} | {v['wrong']} |" for k, v in sorted(by_how.items())),
+        "",
+    ]
     return lines
 
 
@@ -420,9 +675,13 @@ def standalone(args: argparse.Namespace) -> str:
     gen_s = time.perf_counter() - t0
     ctx = Context(config=Config(), benchmarks=bench, catalog_tasks=None)
     mb = text_bytes(batch) / 1e6
-    out_lines = [f"# Leak and secret filters: bench (`bench/leaks.py --runs {args.runs} --seed {args.seed}`)", "",
-                 f"{batch.height} runs, {mb:.1f} MB of text (commands + outputs + messages), generated in {gen_s:.1f} s; "
-                 "2 shared vCPUs.", ""]
+    out_lines = [
+        f"# Leak and secret filters: bench (`bench/leaks.py --runs {args.runs} --seed {args.seed}`)",
+        "",
+        f"{batch.height} runs, {mb:.1f} MB of text (commands + outputs + messages), generated in {gen_s:.1f} s; "
+        "2 shared vCPUs.",
+        "",
+    ]
     sol, ben = SolutionLeak(ctx), BenchmarkLeak(ctx)
     t = time.perf_counter()
     s_out = sol(batch)
@@ -433,59 +692,96 @@ def standalone(args: argparse.Namespace) -> str:
     t = time.perf_counter()
     sc = Scrub(ctx)(batch)
     t_scr = time.perf_counter() - t
-    got = {d["source_uid"]: f"{d['stage']}/{d['reason']}" for d in pl.concat([s_out.dropped, b_out.dropped]).iter_rows(named=True)}
+    got = {
+        d["source_uid"]: f"{d['stage']}/{d['reason']}"
+        for d in pl.concat([s_out.dropped, b_out.dropped]).iter_rows(named=True)
+    }
     expect = {lb["uid"]: lb["expect"] for lb in labels}
     out_lines += ["## Leaks (drops)", "", *score_leaks(expect, got), ""]
     att_planted = Counter(e.split("/")[1] for e in expect.values() if e.startswith("attempt/"))
-    att_kept = Counter(e.split("/")[1] for u, e in expect.items() if e.startswith("attempt/") and u not in got)
+    att_kept = Counter(
+        e.split("/")[1] for u, e in expect.items() if e.startswith("attempt/") and u not in got
+    )
     benign = [u for u, e in expect.items() if e == "keep"]
-    out_lines += [f"Attempts planted {dict(att_planted)}; kept {dict(att_kept)}; counters "
-                  f"{ {k: v for k, v in s_out.counters.items() if 'attempt' in k} }.",
-                  f"Benign look-alike/clean runs: {len(benign)}, wrongly dropped: {sum(1 for u in benign if u in got)}.", ""]
+    out_lines += [
+        f"Attempts planted {dict(att_planted)}; kept {dict(att_kept)}; counters "
+        f"{ {k: v for k, v in s_out.counters.items() if 'attempt' in k} }.",
+        f"Benign look-alike/clean runs: {len(benign)}, wrongly dropped: {sum(1 for u in benign if u in got)}.",
+        "",
+    ]
     out_lines += step_limited_section(ctx, args.seed)
     # secrets: per run and kind, planted distinct values vs values gone from the published text
-    kept_text = {r["source_uid"]: "\n".join(r["commands"] + r["outputs"] + [m["content"] for m in r["messages"]])
-                 for r in sc.kept.iter_rows(named=True)}
+    kept_text = {
+        r["source_uid"]: "\n".join(r["commands"] + r["outputs"] + [m["content"] for m in r["messages"]])
+        for r in sc.kept.iter_rows(named=True)
+    }
     tp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
     planted: Counter[str] = Counter()
     for lb in labels:
         for s in lb["secrets"]:
             planted[s["kind"]] += 1
-            gone = s["value"] not in kept_text[lb["uid"]] and f"<REDACTED:{s['kind']}>" in kept_text[lb["uid"]]
+            gone = (
+                s["value"] not in kept_text[lb["uid"]] and f"<REDACTED:{s['kind']}>" in kept_text[lb["uid"]]
+            )
             (tp if gone else fn)[s["kind"]] += 1
     counted = Counter({k.split("/", 1)[1]: v for k, v in sc.counters.items()})
-    out_lines += ["## Secrets (scrub)", "", "| kind | planted | redacted (counter) | TP | FP | FN | precision | recall |",
-                  "|---|---|---|---|---|---|---|---|"]
+    out_lines += [
+        "## Secrets (scrub)",
+        "",
+        "| kind | planted | redacted (counter) | TP | FP | FN | precision | recall |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for k in SECRET_KINDS:
         fp = max(0, counted[k] - tp[k])
         p, rc = prf(tp[k], fp, fn[k])
-        out_lines.append(f"| {k} | {planted[k]} | {counted[k]} | {tp[k]} | {fp} | {fn[k]} | {p:.2%} | {rc:.2%} |")
-    out_lines += ["", "## Throughput", "", "| stage | seconds | MB/s of input text |", "|---|---|---|",
-                  f"| solution_leak | {t_sol:.3f} | {mb / t_sol:.1f} |",
-                  f"| benchmark_leak | {t_ben:.3f} | {mb / t_ben:.1f} |",
-                  f"| scrub | {t_scr:.3f} | {mb / t_scr:.1f} |"]
+        out_lines.append(
+            f"| {k} | {planted[k]} | {counted[k]} | {tp[k]} | {fp} | {fn[k]} | {p:.2%} | {rc:.2%} |"
+        )
+    out_lines += [
+        "",
+        "## Throughput",
+        "",
+        "| stage | seconds | MB/s of input text |",
+        "|---|---|---|",
+        f"| solution_leak | {t_sol:.3f} | {mb / t_sol:.1f} |",
+        f"| benchmark_leak | {t_ben:.3f} | {mb / t_ben:.1f} |",
+        f"| scrub | {t_scr:.3f} | {mb / t_scr:.1f} |",
+    ]
     # engine comparison for scrub
-    col_text = pl.concat([batch["commands"].explode(), batch["outputs"].explode(),
-                          batch["messages"].explode().struct.field("content")]).drop_nulls()
+    col_text = pl.concat(
+        [
+            batch["commands"].explode(),
+            batch["outputs"].explode(),
+            batch["messages"].explode().struct.field("content"),
+        ]
+    ).drop_nulls()
     t = time.perf_counter()
     s = col_text
     for pat in PATTERNS:
         s = s.str.replace_all(pat.regex, "<REDACTED>")
     t_all = time.perf_counter() - t
-    out_lines.append(f"| (alt) polars replace_all of every pattern, no validators | {t_all:.3f} | {mb / t_all:.1f} |")
+    out_lines.append(
+        f"| (alt) polars replace_all of every pattern, no validators | {t_all:.3f} | {mb / t_all:.1f} |"
+    )
     if args.detect_secrets:
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / "corpus.txt"
             f.write_text("\n".join(col_text.to_list()))
-            code = ("import sys,time;from detect_secrets import SecretsCollection;from detect_secrets.settings import "
-                    "default_settings\nc=SecretsCollection()\nt=time.perf_counter()\nwith default_settings():\n"
-                    " c.scan_file(sys.argv[1])\nprint(time.perf_counter()-t, sum(len(v) for v in c.data.values()))")
-            res = subprocess.run([args.detect_secrets, "-c", code, str(f)], capture_output=True, text=True, check=False)
+            code = (
+                "import sys,time;from detect_secrets import SecretsCollection;from detect_secrets.settings import "
+                "default_settings\nc=SecretsCollection()\nt=time.perf_counter()\nwith default_settings():\n"
+                " c.scan_file(sys.argv[1])\nprint(time.perf_counter()-t, sum(len(v) for v in c.data.values()))"
+            )
+            res = subprocess.run(
+                [args.detect_secrets, "-c", code, str(f)], capture_output=True, text=True, check=False
+            )
             try:
                 secs, n = res.stdout.split()
-                out_lines.append(f"| (alt) detect-secrets 1.5 default plugins ({n} findings) | {float(secs):.3f} | "
-                                 f"{mb / float(secs):.1f} |")
+                out_lines.append(
+                    f"| (alt) detect-secrets 1.5 default plugins ({n} findings) | {float(secs):.3f} | "
+                    f"{mb / float(secs):.1f} |"
+                )
             except ValueError:
                 out_lines.append(f"| (alt) detect-secrets failed: {res.stderr[-200:]!r} | | |")
     return "\n".join(out_lines) + "\n"
@@ -520,14 +816,26 @@ def from_workdir(args: argparse.Namespace) -> str:
             fate[suf] = f"{hit['stage'][0]}/{hit['reason'][0]}"
         else:
             fate[suf] = "keep" if any(u.endswith(suf) for u in pub) else "missing"
-    expect = {lb["uid_suffix"]: lb["expect"] for lb in labels
-              if lb["expect"].startswith(("solution_leak/", "benchmark_leak/", "keep"))}
+    expect = {
+        lb["uid_suffix"]: lb["expect"]
+        for lb in labels
+        if lb["expect"].startswith(("solution_leak/", "benchmark_leak/", "keep"))
+    }
     got = {u: r for u, r in fate.items() if r.startswith(("solution_leak/", "benchmark_leak/"))}
-    wrong = [(lb["expect"], fate[lb["uid_suffix"]], lb["uid_suffix"]) for lb in labels
-             if lb["expect"] != fate[lb["uid_suffix"]]]
-    lines = [f"# Leak filters scored against {args.labels}", "", *score_leaks(expect, got), "",
-             f"All labels (every stage, retired shards excepted): {len(labels)}, agreeing with the ledger: "
-             f"{len(labels) - len(wrong)}" + "".join(f"\n- expected {e}, got {g}: {u}" for e, g, u in wrong), ""]
+    wrong = [
+        (lb["expect"], fate[lb["uid_suffix"]], lb["uid_suffix"])
+        for lb in labels
+        if lb["expect"] != fate[lb["uid_suffix"]]
+    ]
+    lines = [
+        f"# Leak filters scored against {args.labels}",
+        "",
+        *score_leaks(expect, got),
+        "",
+        f"All labels (every stage, retired shards excepted): {len(labels)}, agreeing with the ledger: "
+        f"{len(labels) - len(wrong)}" + "".join(f"\n- expected {e}, got {g}: {u}" for e, g, u in wrong),
+        "",
+    ]
     # secrets: a planted value is redacted when no published text of its run (or any run) still holds it
     stats_p = work / "ledger" / "stats.json"
     counters = json.loads(stats_p.read_text()).get("counters", {}) if stats_p.exists() else {}
@@ -542,18 +850,25 @@ def from_workdir(args: argparse.Namespace) -> str:
                 published_runs[kind] += 1
             pieces = [x for x in value.split("\n") if len(x) >= 12 and "-----" not in x] or [value]
             leaked[kind] += any(x in blob for x in pieces)
-    lines += ["| secret kind | planted | in published runs | value still published | scrub counter | recall |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "| secret kind | planted | in published runs | value still published | scrub counter | recall |",
+        "|---|---|---|---|---|---|",
+    ]
     for k in SECRET_KINDS:
         rc = 1 - leaked[k] / planted[k] if planted[k] else 1.0
-        lines.append(f"| {k} | {planted[k]} | {published_runs[k]} | {leaked[k]} | {counters.get(f'scrub/{k}', 0)} | "
-                     f"{rc:.2%} |")
+        lines.append(
+            f"| {k} | {planted[k]} | {published_runs[k]} | {leaked[k]} | {counters.get(f'scrub/{k}', 0)} | "
+            f"{rc:.2%} |"
+        )
     residue: defaultdict[str, int] = defaultdict(int)
     for text in pub.values():
         for kind, _ in find_secrets(text):
             residue[kind] += 1
-    lines += ["", f"Secrets still detectable in published text (every string column and message): "
-              f"{dict(residue) or 'none'}"]
+    lines += [
+        "",
+        f"Secrets still detectable in published text (every string column and message): "
+        f"{dict(residue) or 'none'}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -563,7 +878,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--labels")
     ap.add_argument("--workdir")
-    ap.add_argument("--detect-secrets", help="a python that has detect-secrets installed (timed for comparison)")
+    ap.add_argument(
+        "--detect-secrets", help="a python that has detect-secrets installed (timed for comparison)"
+    )
     ap.add_argument("--out", help="also write the report here (markdown)")
     args = ap.parse_args()
     report = from_workdir(args) if args.labels and args.workdir else standalone(args)

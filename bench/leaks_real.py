@@ -19,11 +19,11 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import Config
-from pipeline.context import Context
-from pipeline.episode import Quarantined
+from pipeline.core.config import Config
+from pipeline.core.context import Context
+from pipeline.core.episode import Quarantined
+from pipeline.orchestration.process import convert_runs
 from pipeline.parsers.files import iter_trajectory_file
-from pipeline.process import convert_runs
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 from schemas.run import WORK, empty
 
@@ -55,9 +55,14 @@ def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[
             continue
         frame = pl.DataFrame(rows, schema=empty(WORK).schema)
         for k in range(frame.height):  # one run at a time: attempt counters are per batch
-            batch = frame[k:k + 1]
-            rec: dict[str, object] = {"file": str(f), "source_uid": batch["source_uid"][0], "outcome": "kept",
-                                      "attempts": "", "detail": ""}
+            batch = frame[k : k + 1]
+            rec: dict[str, object] = {
+                "file": str(f),
+                "source_uid": batch["source_uid"][0],
+                "outcome": "kept",
+                "attempts": "",
+                "detail": "",
+            }
             for stage in stages:
                 res = stage(batch)
                 if res.dropped.height:
@@ -65,8 +70,11 @@ def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[
                     rec.update(outcome=f"{d['stage']}/{d['reason']}", detail=d["detail"])
                     break
                 if stage.name == "solution_leak":
-                    rec["attempts"] = ",".join(sorted(k.split("/", 1)[1] for k in res.counters
-                                                      if k.startswith("solution_leak_attempt/")))
+                    rec["attempts"] = ",".join(
+                        sorted(
+                            k.split("/", 1)[1] for k in res.counters if k.startswith("solution_leak_attempt/")
+                        )
+                    )
             records.append(rec)
             totals["converted"] += 1
     return records, totals
@@ -81,11 +89,14 @@ def main() -> None:
     a = ap.parse_args()
     bench = None
     if a.benchmarks:
-        from pipeline.benchmarks import load_benchmarks
+        from pipeline.reference.benchmarks import load_benchmarks
+
         bench = load_benchmarks(a.benchmarks)
     records, totals = scan(files_of(a.paths), bench)
     outcomes = Counter(str(r["outcome"]) for r in records)
-    print(f"files/runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}")
+    print(
+        f"files/runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}"
+    )
     print("outcomes:", dict(outcomes))
     print("runs with unconfirmed attempts:", sum(1 for r in records if r["attempts"]))
     for r in records:

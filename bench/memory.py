@@ -36,8 +36,20 @@ def measure(cmd: list[str]) -> tuple[float, int]:
 def corpus(runs: int, epochs: int) -> Path:
     out = OUT / f"mem-{runs}x{epochs}"
     if not (out / "labels.jsonl").exists():
-        cmd = [sys.executable, "-m", "pipeline.cli", "synth", "--out", str(out), "--runs", str(runs),
-               "--epochs", str(epochs), "--seed", "11"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "synth",
+            "--out",
+            str(out),
+            "--runs",
+            str(runs),
+            "--epochs",
+            str(epochs),
+            "--seed",
+            "11",
+        ]
         if SHARED_BENCH.exists():
             cmd += ["--benchmarks", str(SHARED_BENCH)]
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
@@ -60,9 +72,23 @@ def main() -> None:
     for scale in (1, args.factor):
         src = corpus(args.runs * scale, args.epochs)
         work = OUT / f"mem-work-{scale}"
-        cmd = [sys.executable, "-m", "pipeline.cli", "run", "--rebuild", "--workdir", str(work),
-               "--affine", str(src / "affine"), "--swelego", str(src / "swelego"),
-               "--catalog", str(src / "catalog"), "--workers", str(args.workers)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "run",
+            "--rebuild",
+            "--workdir",
+            str(work),
+            "--affine",
+            str(src / "affine"),
+            "--swelego",
+            str(src / "swelego"),
+            "--catalog",
+            str(src / "catalog"),
+            "--workers",
+            str(args.workers),
+        ]
         cmd += ["--benchmarks", bench] if bench else ["--benchmarks", str(src / "benchmarks")]
         # cold: no cached unit outputs, so every stage really runs
         subprocess.run(["rm", "-rf", str(work)], check=True)

@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.config import Config
-from pipeline.runner import run_pipeline
+from pipeline.core.config import Config
+from pipeline.orchestration.runner import run_pipeline
 
 SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 
@@ -28,16 +28,24 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="trajpipe-prof-"))
     bench = str(args.benchmarks) if args.benchmarks else str(args.corpus / "benchmarks")
-    cfg = Config(affine=(str(args.corpus / "affine"),), swelego=(str(args.corpus / "swelego"),),
-                 catalog=str(args.corpus / "catalog"), benchmarks=bench, workdir=str(work), workers=args.workers)
+    cfg = Config(
+        affine=(str(args.corpus / "affine"),),
+        swelego=(str(args.corpus / "swelego"),),
+        catalog=str(args.corpus / "catalog"),
+        benchmarks=bench,
+        workdir=str(work),
+        workers=args.workers,
+    )
     t0 = time.perf_counter()
     summary = run_pipeline(cfg)
     wall = time.perf_counter() - t0
     mb = summary.stats["raw_bytes"] / 1e6
     unit = {k: v for k, v in summary.seconds.items() if k.startswith("unit/")}
     total = sum(unit.values())
-    print(f"{mb:.1f} MB raw, {summary.stats['invariant']['ingested']} runs, wall {wall:.1f}s "
-          f"({mb / wall:.1f} MB/s), workers {args.workers}")
+    print(
+        f"{mb:.1f} MB raw, {summary.stats['invariant']['ingested']} runs, wall {wall:.1f}s "
+        f"({mb / wall:.1f} MB/s), workers {args.workers}"
+    )
     print(f"{'step':24s} {'seconds':>8s} {'share':>6s} {'MB/s':>7s}")
     for k, v in sorted(unit.items(), key=lambda kv: -kv[1]):
         print(f"{k:24s} {v:8.2f} {v / total:6.1%} {mb / v if v else 0:7.1f}")

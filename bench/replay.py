@@ -39,8 +39,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.convert_files import convert_files  # noqa: E402
-from pipeline.episode import RawRun  # noqa: E402
+from pipeline.core.episode import RawRun  # noqa: E402
+from pipeline.orchestration.convert_files import convert_files  # noqa: E402
 from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
 from pipeline.replay import Replay, Turn, make_shell, replay_turns, short_diff, turns_of  # noqa: E402
 
@@ -79,7 +79,9 @@ def _files(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(f for f in p.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl", ".gz"))
+            out += sorted(
+                f for f in p.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl", ".gz")
+            )
         else:
             out.append(p)
     return [f for f in out if f.name != "EXPECTATIONS.json"]
@@ -95,8 +97,17 @@ def load_runs(files: list[Path], work: Path) -> list[Run]:
         for line in out.read_bytes().splitlines():
             rec = orjson.loads(line)
             payload = payloads.get(rec["source_uid"], {})
-            runs.append(Run(rec["source_uid"], f, rec.get("format") or "-", rec.get("messages"), rec.get("drop"),
-                            payload, instance_id=payload.get("instance_id") if isinstance(payload, dict) else None))
+            runs.append(
+                Run(
+                    rec["source_uid"],
+                    f,
+                    rec.get("format") or "-",
+                    rec.get("messages"),
+                    rec.get("drop"),
+                    payload,
+                    instance_id=payload.get("instance_id") if isinstance(payload, dict) else None,
+                )
+            )
     return runs
 
 
@@ -117,8 +128,11 @@ def _benchmark_commits(dirs: list[Path]) -> dict[str, tuple[str, str]]:
 def resolve_tasks(runs: list[Run], expectations: dict[str, Any], bench_dirs: list[Path]) -> None:
     """Fill repo/commit of each run (expectations, then SWE-bench tables, then replay_tasks.json)."""
     tables = _benchmark_commits(bench_dirs)
-    extra = {k: v for k, v in (json.loads(TASKS_FILE.read_text()) if TASKS_FILE.is_file() else {}).items()
-             if isinstance(v, dict)}
+    extra = {
+        k: v
+        for k, v in (json.loads(TASKS_FILE.read_text()) if TASKS_FILE.is_file() else {}).items()
+        if isinstance(v, dict)
+    }
     for run in runs:
         exp = expectations.get(run.uid, {})
         run.instance_id = exp.get("instance_id") or run.instance_id
@@ -138,15 +152,23 @@ def candidate_commits(repo: str, patch: str | None, mirror: Path, limit: int) ->
     patch's pre-image blob (all main-line commits when there is no patch), newest first, thinned
     evenly to at most ``limit``."""
     commits = _git(f"--git-dir={mirror}", "rev-list", "--first-parent", "HEAD").split()
-    pre = [(path, blob) for path, blob in _PREIMAGE.findall((patch or "").replace("\r\n", "\n"))
-           if set(blob) != {"0"}]
+    pre = [
+        (path, blob)
+        for path, blob in _PREIMAGE.findall((patch or "").replace("\r\n", "\n"))
+        if set(blob) != {"0"}
+    ]
     if pre:
         query = "".join(f"{c}:{path}\n" for c in commits for path, _ in pre)
-        out = subprocess.run(["git", f"--git-dir={mirror}", "cat-file", "--batch-check=%(objectname)"],
-                             input=query, capture_output=True, text=True, check=True).stdout.split("\n")
+        out = subprocess.run(
+            ["git", f"--git-dir={mirror}", "cat-file", "--batch-check=%(objectname)"],
+            input=query,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
         ok = []
         for i, c in enumerate(commits):
-            got = out[i * len(pre):(i + 1) * len(pre)]
+            got = out[i * len(pre) : (i + 1) * len(pre)]
             if all(g.startswith(blob) for g, (_, blob) in zip(got, pre, strict=True)):
                 ok.append(c)
         commits = ok
@@ -181,7 +203,12 @@ def recorded_patch(payload: dict[str, Any]) -> str | None:
     ``test_result.git_patch``, ``model_patch``), or None."""
     info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
     test = payload.get("test_result") if isinstance(payload.get("test_result"), dict) else {}
-    for v in (info.get("submission"), info.get("model_patch"), test.get("git_patch"), payload.get("model_patch")):
+    for v in (
+        info.get("submission"),
+        info.get("model_patch"),
+        test.get("git_patch"),
+        payload.get("model_patch"),
+    ):
         if isinstance(v, str) and v.strip():
             return v
     return None
@@ -222,10 +249,18 @@ def base_tree(repo: str, commit: str, mirror_dirs: list[Path], cache: Path) -> P
             _git(f"--git-dir={mirror}", f"--work-tree={tree}", "checkout-index", "-a", "-f", env=env)
         except subprocess.CalledProcessError as e:
             shutil.rmtree(tree)
-            raise LookupError(f"{repo}@{commit}: {e.stderr.strip().splitlines()[-1] if e.stderr.strip() else e}") from e
-    ident = {**os.environ, "GIT_AUTHOR_NAME": "replay", "GIT_AUTHOR_EMAIL": "replay@localhost",
-             "GIT_COMMITTER_NAME": "replay", "GIT_COMMITTER_EMAIL": "replay@localhost",
-             "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+            raise LookupError(
+                f"{repo}@{commit}: {e.stderr.strip().splitlines()[-1] if e.stderr.strip() else e}"
+            ) from e
+    ident = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "replay",
+        "GIT_AUTHOR_EMAIL": "replay@localhost",
+        "GIT_COMMITTER_NAME": "replay",
+        "GIT_COMMITTER_EMAIL": "replay@localhost",
+        "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    }
     _git("init", "-q", cwd=tree)
     _git("add", "-A", "-f", cwd=tree)
     _git("-c", "commit.gpgsign=false", "commit", "-q", "-m", f"{repo}@{full}", cwd=tree, env=ident)
@@ -260,8 +295,11 @@ def abbrev_of(run: Run, turns: list[Turn], mirror: Path | None) -> int | None:
 
 def replay_run(run: Run, mirror_dirs: list[Path], cache: Path, timeout: float) -> Result:
     if run.messages is None:
-        return Result(run, "not_replayed", f"not converted ({run.drop['stage']}/{run.drop['reason']})"
-                      if run.drop else "not converted")
+        return Result(
+            run,
+            "not_replayed",
+            f"not converted ({run.drop['stage']}/{run.drop['reason']})" if run.drop else "not converted",
+        )
     if not run.repo or not run.commit:
         return Result(run, "not_replayed", "no public repository/base commit")
     try:
@@ -309,50 +347,75 @@ def summary_rows(results: list[Result], expectations: dict[str, Any]) -> list[li
         rs = results if key == "**all**" else by[key]
         rep = [r for r in rs if r.status == "replayed"]
         turns = [t for r in rep for t in r.replay.turns] if rep else []  # type: ignore[union-attr]
-        rows.append([
-            key, str(len(rs)), str(len(rep)),
-            str(sum(r.replay.identical for r in rep)),  # type: ignore[union-attr]
-            str(sum(r.replay.count("differs") == 0 and r.patch_status != "differs" for r in rep)),  # type: ignore[union-attr]
-            f"{sum(t.status == 'identical' for t in turns)}/{sum(t.status != 'skipped' for t in turns)}",
-            str(sum(t.status in ("runtime", "dates") for t in turns)),
-            str(sum(t.status == "skipped" for t in turns)),
-            f"{sum(r.patch_status == 'identical' for r in rep)}/{sum(r.patch_status != 'none recorded' for r in rep)}",
-        ])
+        rows.append(
+            [
+                key,
+                str(len(rs)),
+                str(len(rep)),
+                str(sum(r.replay.identical for r in rep)),  # type: ignore[union-attr]
+                str(sum(r.replay.count("differs") == 0 and r.patch_status != "differs" for r in rep)),  # type: ignore[union-attr]
+                f"{sum(t.status == 'identical' for t in turns)}/{sum(t.status != 'skipped' for t in turns)}",
+                str(sum(t.status in ("runtime", "dates") for t in turns)),
+                str(sum(t.status == "skipped" for t in turns)),
+                f"{sum(r.patch_status == 'identical' for r in rep)}/{sum(r.patch_status != 'none recorded' for r in rep)}",
+            ]
+        )
     return rows
 
 
-HEADER = ["format", "runs", "replayed", "runs: every observation identical",
-          "runs: identical but for the environment", "observations identical",
-          "differ: environment (task runtime, file dates)", "skipped (network/package)", "final diffs identical"]
+HEADER = [
+    "format",
+    "runs",
+    "replayed",
+    "runs: every observation identical",
+    "runs: identical but for the environment",
+    "observations identical",
+    "differ: environment (task runtime, file dates)",
+    "skipped (network/package)",
+    "final diffs identical",
+]
 
 
 def table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADER))) + "|"]
+    lines = [
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADER))) + "|",
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def render(results: list[Result], expectations: dict[str, Any], command: str) -> str:
-    out = ["# Replay of converted real runs (bench/replay.py, issue 11)\n", f"`{command}`\n",
-           "Observations are compared byte for byte after rendering what the replayed command printed "
-           "with the converter's own templates. *Task runtime*: the command runs the task's code or "
-           "toolchain (python on the repository, pytest, make …), whose output depends on the task's "
-           "image, not on the converter; these are listed but not counted as conversion defects. "
-           "Final diffs: `git add -A && git diff --cached` after the last command vs the patch the "
-           "raw record carries (leading/trailing blank lines ignored).\n",
-           table(summary_rows(results, expectations)), "\n## Runs\n",
-           "| run | format | repo@commit | turns | identical | environment | skipped | final diff | note |",
-           "|---|---|---|---:|---:|---:|---:|---|---|"]
+    out = [
+        "# Replay of converted real runs (bench/replay.py, issue 11)\n",
+        f"`{command}`\n",
+        "Observations are compared byte for byte after rendering what the replayed command printed "
+        "with the converter's own templates. *Task runtime*: the command runs the task's code or "
+        "toolchain (python on the repository, pytest, make …), whose output depends on the task's "
+        "image, not on the converter; these are listed but not counted as conversion defects. "
+        "Final diffs: `git add -A && git diff --cached` after the last command vs the patch the "
+        "raw record carries (leading/trailing blank lines ignored).\n",
+        table(summary_rows(results, expectations)),
+        "\n## Runs\n",
+        "| run | format | repo@commit | turns | identical | environment | skipped | final diff | note |",
+        "|---|---|---|---:|---:|---:|---:|---|---|",
+    ]
     for r in results:
         if r.status != "replayed":
-            out.append(f"| `{r.run.uid}` | {r.run.fmt} | {r.run.repo or '-'} | | | | | | not replayed: {r.why} |")
+            out.append(
+                f"| `{r.run.uid}` | {r.run.fmt} | {r.run.repo or '-'} | | | | | | not replayed: {r.why} |"
+            )
             continue
         rep = r.replay
         assert rep is not None
         first = rep.first_difference
-        note = (f"first difference: turn {first.index} ({first.status})" if first else "") + (f" {r.why}" if r.why else "")
-        out.append(f"| `{r.run.uid}` | {r.run.fmt} | {r.run.repo}@{(r.run.commit or '')[:10]} | {len(rep.turns)} | "
-                   f"{rep.count('identical')} | {rep.count('runtime') + rep.count('dates')} | {rep.count('skipped')} | {r.patch_status} | {note} |")
+        note = (f"first difference: turn {first.index} ({first.status})" if first else "") + (
+            f" {r.why}" if r.why else ""
+        )
+        out.append(
+            f"| `{r.run.uid}` | {r.run.fmt} | {r.run.repo}@{(r.run.commit or '')[:10]} | {len(rep.turns)} | "
+            f"{rep.count('identical')} | {rep.count('runtime') + rep.count('dates')} | {rep.count('skipped')} | {r.patch_status} | {note} |"
+        )
     out.append("\n## Differences\n")
     for r in results:
         if r.status != "replayed":
@@ -370,7 +433,9 @@ def render(results: list[Result], expectations: dict[str, Any], command: str) ->
                 flag += " — the converted output lacks the final newline the program printed (class 9)"
             out.append(f"- turn {t.index} **{t.status}**{flag}: `{cmd}`\n\n```diff\n{t.diff}```\n")
         skipped = [t for t in rep.turns if t.status == "skipped"]
-        out.extend(f"- turn {t.index} skipped ({t.reason}): `{t.command.splitlines()[0][:100]}`\n" for t in skipped)
+        out.extend(
+            f"- turn {t.index} skipped ({t.reason}): `{t.command.splitlines()[0][:100]}`\n" for t in skipped
+        )
         if r.patch_status == "differs":
             out.append(f"- final diff differs from the recorded patch:\n\n```diff\n{r.patch_diff}```\n")
     return "\n".join(out) + "\n"
@@ -386,17 +451,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "replay.md")
     ap.add_argument("--json", type=Path, default=None, help="also write per-run results as JSON")
-    ap.add_argument("--infer-commits", type=int, default=0, metavar="N",
-                    help="for runs with a repository but no commit, try up to N main-line commits "
-                         "matching the recorded patch's pre-image and keep the best replay")
+    ap.add_argument(
+        "--infer-commits",
+        type=int,
+        default=0,
+        metavar="N",
+        help="for runs with a repository but no commit, try up to N main-line commits "
+        "matching the recorded patch's pre-image and keep the best replay",
+    )
     args = ap.parse_args(argv)
 
     expectations: dict[str, Any] = {}
-    exp_files = args.expectations or [p / "EXPECTATIONS.json" for p in args.paths if (p / "EXPECTATIONS.json").is_file()]
+    exp_files = args.expectations or [
+        p / "EXPECTATIONS.json" for p in args.paths if (p / "EXPECTATIONS.json").is_file()
+    ]
     for f in exp_files:
         expectations.update(json.loads(f.read_text()))
-    bench_dirs = args.benchmarks or [p for p in (ROOT.parent / "shared" / "benchmarks", Path("/work/shared/benchmarks"))
-                                     if p.is_dir()][:1]
+    bench_dirs = (
+        args.benchmarks
+        or [
+            p for p in (ROOT.parent / "shared" / "benchmarks", Path("/work/shared/benchmarks")) if p.is_dir()
+        ][:1]
+    )
     mirrors = args.mirrors or [Path("/work/.mirror"), args.cache / "mirrors"]
     with tempfile.TemporaryDirectory() as work:
         runs = load_runs(_files(args.paths), Path(work))
@@ -405,11 +481,19 @@ def main(argv: list[str] | None = None) -> int:
     for run in runs:
         inferred = ""
         if args.infer_commits and run.messages and run.repo and not run.commit:
-            inferred = run.commit = infer_commit(run, mirrors, args.cache, args.timeout, args.infer_commits) or None
+            inferred = run.commit = (
+                infer_commit(run, mirrors, args.cache, args.timeout, args.infer_commits) or None
+            )
         res = replay_run(run, mirrors, args.cache, args.timeout)
-        print(f"{run.uid}: {res.status} {res.why}"
-              + (f" identical={res.replay.count('identical')}/{len(res.replay.turns)} diff={res.patch_status}"
-                 if res.replay else ""), file=sys.stderr)
+        print(
+            f"{run.uid}: {res.status} {res.why}"
+            + (
+                f" identical={res.replay.count('identical')}/{len(res.replay.turns)} diff={res.patch_status}"
+                if res.replay
+                else ""
+            ),
+            file=sys.stderr,
+        )
         if inferred:
             res.why = f"commit inferred by replay among main-line candidates ({args.infer_commits} max)"
         results.append(res)
@@ -417,11 +501,22 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(results, expectations, command))
     if args.json:
-        args.json.write_bytes(orjson.dumps([
-            {"uid": r.run.uid, "format": _fmt_key(r, expectations), "status": r.status, "why": r.why,
-             "patch": r.patch_status,
-             "turns": [t.__dict__ for t in r.replay.turns] if r.replay else []} for r in results],
-            option=orjson.OPT_INDENT_2))
+        args.json.write_bytes(
+            orjson.dumps(
+                [
+                    {
+                        "uid": r.run.uid,
+                        "format": _fmt_key(r, expectations),
+                        "status": r.status,
+                        "why": r.why,
+                        "patch": r.patch_status,
+                        "turns": [t.__dict__ for t in r.replay.turns] if r.replay else [],
+                    }
+                    for r in results
+                ],
+                option=orjson.OPT_INDENT_2,
+            )
+        )
     print(table(summary_rows(results, expectations)))
     return 0
 

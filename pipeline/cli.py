@@ -23,7 +23,7 @@ from rich.console import Console
 from typer._click import exceptions as usage
 from typer.core import TyperGroup
 
-from pipeline.config import VERSION
+from pipeline.core.config import VERSION
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -47,11 +47,18 @@ STOPPED = "stopped: interrupted (finished units are kept; run the same command a
 class _OneLineErrors(TyperGroup):
     """Click's usage errors, interrupts and unexpected OS errors as one line each, never a traceback."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,  # type: ignore[override]
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                              standalone_mode=False, **extra)
+            rv = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
         except usage.NoArgsIsHelpError as exc:
             sys.stderr.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
             sys.exit(2)
@@ -76,11 +83,21 @@ class _OneLineErrors(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True, context_settings=CONTEXT,
-                  pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Turn raw coding-agent runs into clean mini-swe-agent training datasets.")
-bench_app = typer.Typer(no_args_is_help=True, context_settings=CONTEXT, rich_markup_mode=None,
-                        help="Benchmark tables used for leak filtering.")
+app = typer.Typer(
+    cls=_OneLineErrors,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Turn raw coding-agent runs into clean mini-swe-agent training datasets.",
+)
+bench_app = typer.Typer(
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+    rich_markup_mode=None,
+    help="Benchmark tables used for leak filtering.",
+)
 app.add_typer(bench_app, name="benchmarks")
 
 
@@ -91,8 +108,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="print the version and exit")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
     """Turn raw coding-agent runs into clean mini-swe-agent training datasets."""
 
 
@@ -103,16 +123,22 @@ def _fail(msg: str, code: int = 2) -> None:
 
 @app.command()
 def synth(
-    out: Annotated[Path, typer.Option(metavar="PATH", help="folder to write affine/, swelego/, catalog/ into")],
+    out: Annotated[
+        Path, typer.Option(metavar="PATH", help="folder to write affine/, swelego/, catalog/ into")
+    ],
     runs: Annotated[int, typer.Option(min=1, metavar="N", help="distinct runs per epoch")] = 300,
     epochs: Annotated[int, typer.Option(min=1, metavar="N", help="corpus epochs")] = 2,
     seed: Annotated[int, typer.Option(metavar="N", help="random seed (same seed → same bytes)")] = 7,
-    benchmarks: Annotated[Path | None, typer.Option(metavar="DIR", help="real benchmark tables to plant cases from "
-                                                         "[default: a synthetic table]")] = None,
+    benchmarks: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="real benchmark tables to plant cases from [default: a synthetic table]"
+        ),
+    ] = None,
 ) -> None:
     """Write a realistic, deterministic synthetic corpus: an Affine corpus (manifests, view and
     trace chunks), SWE-Lego files, a catalog, and labels.jsonl saying what must happen to each run."""
-    from pipeline.sources.synth import synth as make
+    from pipeline.synth.corpus import synth as make
 
     if benchmarks is not None and not benchmarks.is_dir():
         _fail(f"--benchmarks: {benchmarks} is not a folder")
@@ -131,45 +157,93 @@ def _announce_stop(signum: int, frame: object) -> None:
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Option(metavar="FILE", help="TOML file whose keys are these options "
-                                                     "(see data/sample.toml); options given here win")] = None,
-    affine: Annotated[list[str] | None, typer.Option(metavar="DIR|URL", help="Affine corpus folder or https:// base URL "
-                                                          "(repeat for several)")] = None,
-    affine_base_url: Annotated[list[str] | None, typer.Option(
-        metavar="URL", help="public base URL of each --affine corpus, used in source_uids and the card "
-             "[default: where it is read from]")] = None,
-    swelego: Annotated[list[str] | None, typer.Option(metavar="PATH|URL",
-                                                      help="SWE-Lego Parquet/JSONL file or folder, or "
-                                                           "hf://datasets/ORG/NAME[/PATH] (repeat for several)")] = None,
-    catalog: Annotated[str | None, typer.Option(metavar="DIR", help="catalog folder (tasks.parquet, runs/) of tasks and runs "
-                                                     "already held [default: none]")] = None,
-    benchmarks: Annotated[str | None, typer.Option(metavar="DIR", help="folder of benchmark tables "
-                                                        "(`trajpipe benchmarks pull`)")] = None,
-    no_benchmarks: Annotated[bool, typer.Option("--no-benchmarks", help="skip the benchmark checks "
-                                                                        "(the card says so)")] = False,
-    workdir: Annotated[str | None, typer.Option(metavar="DIR", help="work dir: state, ledger, publish [default: data]")] = None,
-    executor: Annotated[str | None, typer.Option(metavar="local|ray", help="local or ray [default: local]")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="TOML file whose keys are these options (see data/sample.toml); options given here win",
+        ),
+    ] = None,
+    affine: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="DIR|URL", help="Affine corpus folder or https:// base URL (repeat for several)"
+        ),
+    ] = None,
+    affine_base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="URL",
+            help="public base URL of each --affine corpus, used in source_uids and the card "
+            "[default: where it is read from]",
+        ),
+    ] = None,
+    swelego: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="PATH|URL",
+            help="SWE-Lego Parquet/JSONL file or folder, or "
+            "hf://datasets/ORG/NAME[/PATH] (repeat for several)",
+        ),
+    ] = None,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="catalog folder (tasks.parquet, runs/) of tasks and runs already held [default: none]",
+        ),
+    ] = None,
+    benchmarks: Annotated[
+        str | None,
+        typer.Option(metavar="DIR", help="folder of benchmark tables (`trajpipe benchmarks pull`)"),
+    ] = None,
+    no_benchmarks: Annotated[
+        bool, typer.Option("--no-benchmarks", help="skip the benchmark checks (the card says so)")
+    ] = False,
+    workdir: Annotated[
+        str | None, typer.Option(metavar="DIR", help="work dir: state, ledger, publish [default: data]")
+    ] = None,
+    executor: Annotated[
+        str | None, typer.Option(metavar="local|ray", help="local or ray [default: local]")
+    ] = None,
     workers: Annotated[int | None, typer.Option(metavar="N", help="worker processes [default: 2]")] = None,
-    ray_address: Annotated[str | None, typer.Option(metavar="ADDRESS", help="ray.init address, e.g. auto (ray executor) "
-                                                         "[default: a local Ray]")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="forget earlier decisions and rebuild "
-                                                            "(cached per-unit work is reused)")] = False,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS", help="ray.init address, e.g. auto (ray executor) [default: a local Ray]"
+        ),
+    ] = None,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild", help="forget earlier decisions and rebuild (cached per-unit work is reused)"
+        ),
+    ] = False,
 ) -> None:
     """Ingest new shards, convert, filter, deduplicate and write the dataset trees."""
-    from pipeline.config import Config, ConfigError
-    from pipeline.ledger import InvariantError
-    from pipeline.progress import Reporter
+    from pipeline.core.config import Config, ConfigError
+    from pipeline.core.ledger import InvariantError
+    from pipeline.core.state import StateDamaged, WorkdirLocked
+    from pipeline.orchestration.progress import Reporter
+    from pipeline.orchestration.runner import NoBenchmarks, run_pipeline
     from pipeline.publish.publisher import PublishRefused
-    from pipeline.runner import NoBenchmarks, run_pipeline
     from pipeline.sources.affine import ManifestError
     from pipeline.sources.swelego import SourceUnavailable
-    from pipeline.state import StateDamaged, WorkdirLocked
 
     try:
-        cfg = Config.load(config, affine=affine or None, affine_base_url=affine_base_url or None,
-                          swelego=swelego or None, catalog=catalog, benchmarks=benchmarks,
-                          no_benchmarks=no_benchmarks or None, workdir=workdir, executor=executor,
-                          workers=workers, ray_address=ray_address)
+        cfg = Config.load(
+            config,
+            affine=affine or None,
+            affine_base_url=affine_base_url or None,
+            swelego=swelego or None,
+            catalog=catalog,
+            benchmarks=benchmarks,
+            no_benchmarks=no_benchmarks or None,
+            workdir=workdir,
+            executor=executor,
+            workers=workers,
+            ray_address=ray_address,
+        )
         cfg.check_inputs()
     except ConfigError as exc:
         _fail(str(exc))
@@ -183,15 +257,19 @@ def run(
     except (InvariantError, StateDamaged, PublishRefused) as exc:
         _fail(str(exc), code=3)
     except OSError as exc:  # disk full, permissions: the state is as the last whole run left it
-        _fail(f"{exc.strerror or exc} ({exc.filename or 'work dir'}); nothing was committed: free space or "
-              "fix the cause, then rerun the same command")
+        _fail(
+            f"{exc.strerror or exc} ({exc.filename or 'work dir'}); nothing was committed: free space or "
+            "fix the cause, then rerun the same command"
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
     assert summary.stats is not None
     inv = summary.stats["invariant"]
     _say(f"units: {summary.units_total} listed, {summary.units_new} new, {summary.units_processed} processed")
-    _say(f"ingested {inv['ingested']} = published {inv['published']} + dropped {inv['dropped']} "
-         f"+ quarantined {inv['quarantined']}")
+    _say(
+        f"ingested {inv['ingested']} = published {inv['published']} + dropped {inv['dropped']} "
+        f"+ quarantined {inv['quarantined']}"
+    )
     for ds in summary.datasets:
         _say(f"  wrote {Path(cfg.workdir) / 'publish' / ds}")
     for line in summary.deferred:
@@ -202,15 +280,19 @@ def run(
 @app.command()
 def publish(
     workdir: Annotated[Path, typer.Option(metavar="DIR", help="work dir of a finished run")] = Path("data"),
-    to: Annotated[Path | None, typer.Option(metavar="DIR", help="copy the dataset trees to this folder")] = None,
-    hub: Annotated[str | None, typer.Option(metavar="ORG", help="push to this Hugging Face org or user")] = None,
+    to: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="copy the dataset trees to this folder")
+    ] = None,
+    hub: Annotated[
+        str | None, typer.Option(metavar="ORG", help="push to this Hugging Face org or user")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the plan, change nothing")] = False,
     private: Annotated[bool, typer.Option("--private", help="create Hub repos as private")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
 ) -> None:
     """Send the dataset trees of a finished run to a folder (--to) or the Hub (--hub)."""
+    from pipeline.core.state import WorkdirLocked, workdir_lock
     from pipeline.publish.publisher import PublishRefused, check_publishable
-    from pipeline.state import WorkdirLocked, workdir_lock
 
     if to is not None and hub:
         _fail("--to and --hub: give one of them, not both")
@@ -225,12 +307,15 @@ def publish(
             stack.enter_context(workdir_lock(workdir, shared=True))
             check_publishable(orjson.loads(stats_path.read_bytes()))
         except (WorkdirLocked, PublishRefused, ValueError, OSError) as exc:
-            _fail(f"refusing to publish: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", code=3)
+            _fail(
+                f"refusing to publish: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", code=3
+            )
         _publish_locked(workdir / "publish", to, hub, dry_run, private, create_pr)
 
 
-def _publish_locked(src: Path, to: Path | None, hub: str | None, dry_run: bool, private: bool,
-                    create_pr: bool) -> None:
+def _publish_locked(
+    src: Path, to: Path | None, hub: str | None, dry_run: bool, private: bool, create_pr: bool
+) -> None:
     from pipeline.publish.publisher import PublishRefused, publish_to_dir, publish_to_hub
 
     if hub:
@@ -271,14 +356,23 @@ def audit(
     workdir: Annotated[Path, typer.Option(metavar="DIR", help="work dir of a finished run")] = Path("data"),
     json_out: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     epoch: Annotated[int | None, typer.Option(metavar="N", help="only this corpus epoch")] = None,
-    explain: Annotated[str | None, typer.Option(metavar="UID", help="tell one run's fate: its source_uid or any unique "
-                                                     "end of it (e.g. chunk-00002.jsonl.gz#L17)")] = None,
-    html: Annotated[Path | None, typer.Option(metavar="FILE", help="write a self-contained HTML report to this file")] = None,
-    counters: Annotated[bool, typer.Option("--counters", help="also print the counters (per dialect, "
-                                                              "tool, secret kind)")] = False,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            metavar="UID",
+            help="tell one run's fate: its source_uid or any unique "
+            "end of it (e.g. chunk-00002.jsonl.gz#L17)",
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="write a self-contained HTML report to this file")
+    ] = None,
+    counters: Annotated[
+        bool, typer.Option("--counters", help="also print the counters (per dialect, tool, secret kind)")
+    ] = False,
 ) -> None:
     """Explain every drop: the funnel per dataset and epoch, the reasons, and the invariant."""
-    from pipeline import audit as au
+    from pipeline.report import audit as au
 
     if not (workdir / "ledger" / "stats.json").exists():
         _fail(f"no ledger in {workdir}: run `trajpipe run` first")
@@ -294,8 +388,10 @@ def audit(
             return
         known = au.known_epochs(workdir)
         if epoch is not None and epoch not in known:
-            _fail(f"--epoch {epoch}: no such epoch in this build (epochs: "
-                  f"{', '.join(map(str, known)) or 'none'})")
+            _fail(
+                f"--epoch {epoch}: no such epoch in this build (epochs: "
+                f"{', '.join(map(str, known)) or 'none'})"
+            )
         report = au.build_report(workdir, epoch=epoch)
     except au.DamagedLedger as exc:
         _fail(f"damaged work dir: {exc}")
@@ -306,7 +402,9 @@ def audit(
             _fail(f"--html: cannot write {html}: {exc.strerror or exc}")
         _say(f"wrote {html}")
     if json_out:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        sys.stdout.write(
+            orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+        )
     elif not html:
         console = Console() if sys.stdout.isatty() else Console(width=200, soft_wrap=True)
         au.render_report(report, console, counters=counters)
@@ -314,11 +412,13 @@ def audit(
 
 @bench_app.command("pull")
 def benchmarks_pull(
-    to: Annotated[Path, typer.Option(metavar="DIR", help="cache folder for the tables")] = Path("data/benchmarks"),
+    to: Annotated[Path, typer.Option(metavar="DIR", help="cache folder for the tables")] = Path(
+        "data/benchmarks"
+    ),
 ) -> None:
     """Download SWE-bench (full, Lite, Verified, Multimodal), GitGoodBench and others from the Hub."""
-    from pipeline.benchmarks import pull_benchmarks
     from pipeline.hub import HubUnreachable, check_reachable
+    from pipeline.reference.benchmarks import pull_benchmarks
 
     try:
         check_reachable()
@@ -337,15 +437,20 @@ def benchmarks_pull(
 
 @app.command()
 def convert(
-    files: Annotated[list[Path], typer.Argument(help="trajectory files or folders (SWE-agent .traj, OpenHands "
-                                                     "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL)")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="trajectory files or folders (SWE-agent .traj, OpenHands "
+            "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL)"
+        ),
+    ],
     out: Annotated[Path, typer.Option(metavar="PATH", help="JSONL to write, one line per run")],
 ) -> None:
     """Convert trajectory files (format detected from content) to mini-coder JSONL.
 
     Exits 1 when an input could not be used or nothing was converted (each run's reason is in the
     output), 2 when an input does not exist."""
-    from pipeline.convert_files import InputError, convert_files, expand_inputs, format_summary
+    from pipeline.orchestration.convert_files import InputError, convert_files, expand_inputs, format_summary
 
     try:
         inputs = expand_inputs(files)
@@ -355,7 +460,9 @@ def convert(
         _fail(f"--out: {out} is a folder; give a file name")
     result = convert_files(inputs, out)
     # per detected format; files of no known format are the quarantine lines listed in the output
-    for line in format_summary(Counter({k: n for k, n in result.by_format.items() if not k.startswith("unknown/")})):
+    for line in format_summary(
+        Counter({k: n for k, n in result.by_format.items() if not k.startswith("unknown/")})
+    ):
         _say(line)
     _say(f"{result.converted} converted, {result.dropped} not converted (listed with their reason) → {out}")
     for problem in result.unusable:

@@ -28,8 +28,9 @@ def check_reachable(endpoint: str | None = None, timeout: float = 5.0) -> None:
     try:
         socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise HubUnreachable(f"cannot reach {what}: name lookup failed ({exc.args[-1]}); "
-                             "is this machine offline?") from None
+        raise HubUnreachable(
+            f"cannot reach {what}: name lookup failed ({exc.args[-1]}); is this machine offline?"
+        ) from None
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:

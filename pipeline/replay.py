@@ -55,17 +55,82 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Commands that reach the network or a package index: never run (the base tree cannot get
 # what they fetched), counted, and the turns after them flagged as possibly diverged.
 _NETWORK = frozenset({"curl", "wget", "aria2c", "http", "https", "ssh", "scp", "rsync", "nc", "ping"})
-_PACKAGE = frozenset({"pip", "pip3", "conda", "mamba", "micromamba", "apt", "apt-get", "aptitude", "yum",
-                      "dnf", "apk", "brew", "npm", "yarn", "pnpm", "poetry", "pipx", "easy_install",
-                      "gem", "cargo-install", "go-get"})
+_PACKAGE = frozenset(
+    {
+        "pip",
+        "pip3",
+        "conda",
+        "mamba",
+        "micromamba",
+        "apt",
+        "apt-get",
+        "aptitude",
+        "yum",
+        "dnf",
+        "apk",
+        "brew",
+        "npm",
+        "yarn",
+        "pnpm",
+        "poetry",
+        "pipx",
+        "easy_install",
+        "gem",
+        "cargo-install",
+        "go-get",
+    }
+)
 _GIT_NETWORK = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "submodule"})
 # Programs whose output depends on the task's runtime (interpreters, test runners, build tools):
 # a difference there is the machine's, not the converter's.
-_RUNTIME = frozenset({"pytest", "py.test", "tox", "nox", "nosetests", "make", "cmake", "node", "npx", "go",
-                      "cargo", "rustc", "gcc", "g++", "cc", "clang", "javac", "java", "mvn", "gradle", "ruby",
-                      "rake", "bundle", "php", "composer", "perl", "Rscript", "julia", "dotnet", "sphinx-build",
-                      "coverage", "mypy", "flake8", "pylint", "black", "ruff", "isort", "django-admin",
-                      "pre-commit", "jest", "tsc", "bazel", "meson", "ninja"})
+_RUNTIME = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "tox",
+        "nox",
+        "nosetests",
+        "make",
+        "cmake",
+        "node",
+        "npx",
+        "go",
+        "cargo",
+        "rustc",
+        "gcc",
+        "g++",
+        "cc",
+        "clang",
+        "javac",
+        "java",
+        "mvn",
+        "gradle",
+        "ruby",
+        "rake",
+        "bundle",
+        "php",
+        "composer",
+        "perl",
+        "Rscript",
+        "julia",
+        "dotnet",
+        "sphinx-build",
+        "coverage",
+        "mypy",
+        "flake8",
+        "pylint",
+        "black",
+        "ruff",
+        "isort",
+        "django-admin",
+        "pre-commit",
+        "jest",
+        "tsc",
+        "bazel",
+        "meson",
+        "ninja",
+    }
+)
 _PY = re.compile(r"^python(?:[23](?:\.\d+)?)?$")
 _TIMEOUT_HEAD = "The last command <command>"
 
@@ -92,7 +157,9 @@ def turns_of(messages: list[dict[str, str]]) -> list[Turn]:
         if len(actions) != 1:
             raise ValueError(f"message {i}: {len(actions)} bash blocks")
         cmd = actions[0]
-        turns.append(Turn(len(turns) + 1, cmd, messages[i + 1]["content"], submit=SENTINELS[0] in cmd.split("&&")[0]))
+        turns.append(
+            Turn(len(turns) + 1, cmd, messages[i + 1]["content"], submit=SENTINELS[0] in cmd.split("&&")[0])
+        )
     return turns
 
 
@@ -116,8 +183,11 @@ def skip_reason(command: str) -> str | None:
     """``network`` / ``package`` for a command that fetches from outside, else None."""
     for argv in _programs(command):
         prog = os.path.basename(argv[0])
-        if prog in _PACKAGE or (_PY.match(prog) and argv[1:3] == ["-m", "pip"]) or (
-                prog == "uv" and argv[1:2] in (["pip"], ["add"], ["sync"])):
+        if (
+            prog in _PACKAGE
+            or (_PY.match(prog) and argv[1:3] == ["-m", "pip"])
+            or (prog == "uv" and argv[1:2] in (["pip"], ["add"], ["sync"]))
+        ):
             return "package"
         if prog in _NETWORK or (prog == "git" and any(a in _GIT_NETWORK for a in argv[1:3])):
             return "network"
@@ -130,8 +200,11 @@ def _stdlib_only(code: str) -> bool:
     except SyntaxError:
         return False
     for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else ([node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+        )
         if isinstance(node, ast.ImportFrom) and node.level:
             return False
         if any(n.split(".")[0] not in sys.stdlib_module_names for n in names):
@@ -174,9 +247,18 @@ class Result:
     timed_out: bool = False
 
 
-def _run(argv: list[str], timeout: float, cwd: str | None = None, env: dict[str, str] | None = None) -> Result:
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+def _run(
+    argv: list[str], timeout: float, cwd: str | None = None, env: dict[str, str] | None = None
+) -> Result:
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
         timed_out = False
@@ -249,9 +331,25 @@ class NamespaceShell(Shell):
 
     def run(self, command: str, timeout: float = TIMEOUT_S) -> Result:
         env = [f"{k}={v}" for k, v in _login_env().items()]
-        argv = ["unshare", "--mount", "--propagation", "private", "bash", "-c", _NS_SCRIPT, "replay",
-                str(self.mnt), str(self.tree), str(self.tmp), str(self.home), *env,
-                "bash", "-c", 'cd /testbed && exec bash -lc "$0"', command]
+        argv = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "bash",
+            "-c",
+            _NS_SCRIPT,
+            "replay",
+            str(self.mnt),
+            str(self.tree),
+            str(self.tmp),
+            str(self.home),
+            *env,
+            "bash",
+            "-c",
+            'cd /testbed && exec bash -lc "$0"',
+            command,
+        ]
         return _run(argv, timeout)
 
 
@@ -295,8 +393,11 @@ def _NS_OK() -> bool:
 
 def short_diff(expected: str, got: str, lines: int = 12) -> str:
     """A unified diff of two observations, cut to ``lines`` lines (converted = ``-``, replay = ``+``)."""
-    diff = list(difflib.unified_diff(expected.splitlines(keepends=True), got.splitlines(keepends=True),
-                                     "converted", "replayed", n=1))
+    diff = list(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True), got.splitlines(keepends=True), "converted", "replayed", n=1
+        )
+    )
     shown = [d if d.endswith("\n") else d + "\n" for d in diff[:lines]]
     more = f"… {len(diff) - lines} more diff lines\n" if len(diff) > lines else ""
     return "".join(shown) + more
@@ -345,10 +446,16 @@ def dates_only(expected: str, got: str) -> bool:
 def outcome_of(turn: Turn, got: str, skipped_before: bool) -> TurnOutcome:
     if got == turn.observation:
         return TurnOutcome(turn.index, "identical", turn.command, after_skip=skipped_before)
-    status = ("runtime" if runtime_dependent(turn.command) else
-              "dates" if dates_only(turn.observation, got) else "differs")
-    return TurnOutcome(turn.index, status, turn.command, after_skip=skipped_before,
-                       diff=short_diff(turn.observation, got))
+    status = (
+        "runtime"
+        if runtime_dependent(turn.command)
+        else "dates"
+        if dates_only(turn.observation, got)
+        else "differs"
+    )
+    return TurnOutcome(
+        turn.index, status, turn.command, after_skip=skipped_before, diff=short_diff(turn.observation, got)
+    )
 
 
 def replay_turns(turns: list[Turn], shell: Shell, timeout: float = TIMEOUT_S) -> Replay:
@@ -358,7 +465,9 @@ def replay_turns(turns: list[Turn], shell: Shell, timeout: float = TIMEOUT_S) ->
     for turn in turns:
         reason = skip_reason(turn.command)
         if reason:
-            out.turns.append(TurnOutcome(turn.index, "skipped", turn.command, reason=reason, after_skip=skipped))
+            out.turns.append(
+                TurnOutcome(turn.index, "skipped", turn.command, reason=reason, after_skip=skipped)
+            )
             skipped = True
             continue
         got, _ = replay_turn(turn, shell, timeout)
@@ -375,13 +484,36 @@ def replay_turns(turns: list[Turn], shell: Shell, timeout: float = TIMEOUT_S) ->
 _OBS = re.compile(r"\A<returncode>(-?\d+)</returncode>\n<output>\n(.*)</output>\Z", re.S)
 _NUMBERED = re.compile(r"^ *\d+\t", re.M)
 _WINDOW_CMD = re.compile(r"\Aawk 'NR>=(\d+)&&NR<=(\d+)\{l\[NR\]=\$0\} END\{[^\n]*\}' ('(?:[^']|'\\'')*')\Z")
-_WINDOW_OUT = re.compile(r"\A\[File: (?P<path>[^\n]+) \((?P<n>\d+) lines total\)\]\n(?P<body>(?:\d+:[^\n]*\n)*)\Z")
+_WINDOW_OUT = re.compile(
+    r"\A\[File: (?P<path>[^\n]+) \((?P<n>\d+) lines total\)\]\n(?P<body>(?:\d+:[^\n]*\n)*)\Z"
+)
 _PY_PATH = re.compile(r"^path = (.+)$", re.M)
 # programs a local replay may run: they read or write only the files named on their command line
-_SAFE = frozenset({"cat", "awk", "sed", "head", "tail", "nl", "wc", "grep", "printf", "echo", "true", ":",
-                   "truncate", "mkdir", "touch", "python3", "python"})
+_SAFE = frozenset(
+    {
+        "cat",
+        "awk",
+        "sed",
+        "head",
+        "tail",
+        "nl",
+        "wc",
+        "grep",
+        "printf",
+        "echo",
+        "true",
+        ":",
+        "truncate",
+        "mkdir",
+        "touch",
+        "python3",
+        "python",
+    }
+)
 # programs that can change files they do not name: every rebuilt file is forgotten after them
-_WIDE = frozenset({"git", "patch", "mv", "cp", "rm", "rsync", "tar", "unzip", "find", "perl", "xargs", "make"})
+_WIDE = frozenset(
+    {"git", "patch", "mv", "cp", "rm", "rsync", "tar", "unzip", "find", "perl", "xargs", "make"}
+)
 
 
 def observed(turn: Turn) -> tuple[int, str] | None:
@@ -414,14 +546,20 @@ def whole_display(turn: Turn) -> tuple[str, str] | None:
             return argv[1], out
         if len(argv) == 3 and argv[:2] == ["cat", "-n"]:
             lines = out.split("\n")
-            if all(_NUMBERED.match(ln) for ln in lines[:-1]) and (lines[-1] == "" or _NUMBERED.match(lines[-1])):
+            if all(_NUMBERED.match(ln) for ln in lines[:-1]) and (
+                lines[-1] == "" or _NUMBERED.match(lines[-1])
+            ):
                 return argv[2], _NUMBERED.sub("", out)
     m = _WINDOW_CMD.match(turn.command)
     w = _WINDOW_OUT.match(out)
     if m and w and m.group(1) == "1":
         n = int(w.group("n"))
         body = w.group("body").split("\n")[:-1]
-        if int(m.group(2)) >= n and len(body) == n and all(b.startswith(f"{i}:") for i, b in enumerate(body, 1)):
+        if (
+            int(m.group(2)) >= n
+            and len(body) == n
+            and all(b.startswith(f"{i}:") for i, b in enumerate(body, 1))
+        ):
             texts = [b.split(":", 1)[1] for b in body]
             return _word(m.group(3)), ("\n".join(texts) + "\n") if texts != [""] else "\n"
     return None
@@ -432,8 +570,15 @@ def _abs(path: str) -> str:
 
 
 _PATTERN_FIRST = frozenset({"sed", "grep", "awk"})  # their first operand is a script or pattern
-_ARG_OPTS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "truncate": {"-s"}, "grep": {"-A", "-B", "-C", "-m"},
-             "sed": {"-e"}, "awk": {"-F", "-v"}, "nl": {"-b", "-w", "-s", "-v", "-i"}}
+_ARG_OPTS = {
+    "head": {"-n", "-c"},
+    "tail": {"-n", "-c"},
+    "truncate": {"-s"},
+    "grep": {"-A", "-B", "-C", "-m"},
+    "sed": {"-e"},
+    "awk": {"-F", "-v"},
+    "nl": {"-b", "-w", "-s", "-v", "-i"},
+}
 
 
 def touched_paths(command: str) -> tuple[set[str], set[str]] | None:
@@ -538,8 +683,15 @@ def local_replay(turns: list[Turn], tree: Path, shell: Shell, timeout: float = 2
             got, _ = replay_turn(turn, shell, timeout)
             ok = got == turn.observation
             known |= touched[1]
-            out.append(LocalOutcome(turn.index, "identical" if ok else "differs", turn.command,
-                                    tuple(sorted(touched[0] | touched[1])), "" if ok else short_diff(turn.observation, got)))
+            out.append(
+                LocalOutcome(
+                    turn.index,
+                    "identical" if ok else "differs",
+                    turn.command,
+                    tuple(sorted(touched[0] | touched[1])),
+                    "" if ok else short_diff(turn.observation, got),
+                )
+            )
             continue
         path = _abs(display[0]) if display else ""
         if display is not None and path.startswith(TESTBED + "/") and "/../" not in path:

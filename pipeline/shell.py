@@ -37,8 +37,10 @@ def _w(opts: str = "", positionals: int = 0, assignments: bool = False) -> Wrapp
 WRAPPERS: dict[str, Wrapper] = {
     "timeout": _w("-s --signal -k --kill-after", positionals=1),
     "env": _w("-u --unset -C --chdir -S --split-string", assignments=True),
-    "sudo": _w("-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r --role -t --type "
-               "-U --other-user -T --command-timeout"),
+    "sudo": _w(
+        "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r --role -t --type "
+        "-U --other-user -T --command-timeout"
+    ),
     "nice": _w("-n --adjustment"),
     "ionice": _w("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
     "stdbuf": _w("-i --input -o --output -e --error"),
@@ -46,14 +48,16 @@ WRAPPERS: dict[str, Wrapper] = {
     "time": _w("-f --format -o --output"),
     "command": _w(),
     "exec": _w("-a"),
-    "xargs": _w("-I -i -n --max-args -P --max-procs -d --delimiter -L --max-lines -s --max-chars -E -e -a "
-                "--arg-file"),
+    "xargs": _w(
+        "-I -i -n --max-args -P --max-procs -d --delimiter -L --max-lines -s --max-chars -E -e -a --arg-file"
+    ),
 }
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 # No quotes, escapes, operators, comments or tabs: shlex would just split on spaces (``git status``).
 PLAIN = re.compile(r"[A-Za-z0-9_./=:,+@%~ -]*")
-HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)(?:\n[ \t]*\2[ \t]*(?=\n|$)|\Z)",
-                     re.S)
+HEREDOC = re.compile(
+    r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)(?:\n[ \t]*\2[ \t]*(?=\n|$)|\Z)", re.S
+)
 OPS = frozenset({"&&", "||", ";", "|", "&", ";;", "|&", "\n", "(", ")"})
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OP_CHARS = set(";&|()")
@@ -128,7 +132,7 @@ def _skip_options(argv: list[str], w: Wrapper) -> list[str]:
             i += 2 if a in w.value_opts else 1
         else:
             break
-    return argv[i + w.positionals:] if len(argv) > i + w.positionals else []
+    return argv[i + w.positionals :] if len(argv) > i + w.positionals else []
 
 
 def _shell_script(argv: list[str]) -> str | None:

@@ -17,6 +17,6 @@ def utf8_buffers(texts: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[n
     if arr.type != pa.large_string():
         arr = arr.cast(pa.large_string())
     bufs = arr.buffers()
-    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
-    return data[off[0]: off[-1]], off - off[0]
+    return data[off[0] : off[-1]], off - off[0]

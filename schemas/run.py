@@ -15,33 +15,52 @@ MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 
 # (name, arrow type, meaning for the card). Order is the published column order.
 COLUMNS: list[tuple[str, pa.DataType, str]] = [
-    ("instance_id", pa.string(),
-     "task id, in the style albedo's repo-context service resolves to a repository and commit"),
-    ("messages", pa.list_(MESSAGE),
-     "the trajectory: system prompt, task, then assistant turns (THOUGHT + one ```bash command) "
-     "and `<returncode>`/`<output>` observations, mini-coder's format"),
-    ("family", pa.string(),
-     "bug family: `pr` for real pull requests; SWE-smith's `lm`, `combine`, `mechanical` otherwise"),
+    (
+        "instance_id",
+        pa.string(),
+        "task id, in the style albedo's repo-context service resolves to a repository and commit",
+    ),
+    (
+        "messages",
+        pa.list_(MESSAGE),
+        "the trajectory: system prompt, task, then assistant turns (THOUGHT + one ```bash command) "
+        "and `<returncode>`/`<output>` observations, mini-coder's format",
+    ),
+    (
+        "family",
+        pa.string(),
+        "bug family: `pr` for real pull requests; SWE-smith's `lm`, `combine`, `mechanical` otherwise",
+    ),
     ("repo", pa.string(), "`owner__repo`"),
     ("language", pa.string(), "repository language"),
     ("verified", pa.bool_(), "true when the run is known to have resolved the task"),
-    ("resolved", pa.string(),
-     "`resolved`, `not resolved` or `unknown` (Affine's own verdict where it gave one)"),
+    (
+        "resolved",
+        pa.string(),
+        "`resolved`, `not resolved` or `unknown` (Affine's own verdict where it gave one)",
+    ),
     ("patch", pa.string(), "the task's reference patch where the upstream record has one, else empty"),
     ("model", pa.string(), "model that produced the run"),
     ("harness", pa.string(), "agent harness the run was recorded in"),
-    ("id_kind", pa.string(),
-     "where `instance_id` comes from: albedo's own id for the task, Open-SWE's, or the task pool's"),
+    (
+        "id_kind",
+        pa.string(),
+        "where `instance_id` comes from: albedo's own id for the task, Open-SWE's, or the task pool's",
+    ),
     ("upstream_id", pa.string(), "the task id in the upstream record"),
-    ("affine_source", pa.string(),
-     "task pool (`swesmith`, `scaleswe`, `multiswe`, `swerebench_v2`, `r2e_gym`, `swelego`, or `SWE-Lego`)"),
+    (
+        "affine_source",
+        pa.string(),
+        "task pool (`swesmith`, `scaleswe`, `multiswe`, `swerebench_v2`, `r2e_gym`, `swelego`, or `SWE-Lego`)",
+    ),
     ("origin", pa.string(), "`Affine corpus` or `SWE-Lego`"),
-    ("source_uid", pa.string(),
-     "where the raw run is: Affine chunk URL and line, or SWE-Lego file and row"),
-    ("submitted", pa.bool_(),
-     "whether the run ends with the submit command (false: cut by the step limit)"),
-    ("affine_fold_group", pa.string(),
-     "Affine's reason for keeping the run (`completion`, `king_fail`, ...), when it gave one"),
+    ("source_uid", pa.string(), "where the raw run is: Affine chunk URL and line, or SWE-Lego file and row"),
+    ("submitted", pa.bool_(), "whether the run ends with the submit command (false: cut by the step limit)"),
+    (
+        "affine_fold_group",
+        pa.string(),
+        "Affine's reason for keeping the run (`completion`, `king_fail`, ...), when it gave one",
+    ),
 ]
 
 PUBLISHED: pa.Schema = pa.schema([pa.field(n, t) for n, t, _ in COLUMNS])
@@ -64,14 +83,16 @@ INTERNAL: list[tuple[str, pa.DataType]] = [
 WORK: pa.Schema = pa.schema([*PUBLISHED, *(pa.field(n, t) for n, t in INTERNAL)])
 
 # Ledger rows: one per dropped or quarantined run.
-DROPS: pa.Schema = pa.schema([
-    ("source_uid", pa.string()),
-    ("epoch", pa.int32()),
-    ("dataset", pa.string()),  # "" when not known (quarantined before parsing)
-    ("stage", pa.string()),  # "quarantine" for bad input, else the stage that dropped the run
-    ("reason", pa.string()),
-    ("detail", pa.string()),
-])
+DROPS: pa.Schema = pa.schema(
+    [
+        ("source_uid", pa.string()),
+        ("epoch", pa.int32()),
+        ("dataset", pa.string()),  # "" when not known (quarantined before parsing)
+        ("stage", pa.string()),  # "quarantine" for bad input, else the stage that dropped the run
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
 
 
 @functools.lru_cache(maxsize=16)

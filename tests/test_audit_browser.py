@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.audit import build_report, write_html
+from pipeline.report.audit import build_report, write_html
 from tests.test_audit import workdir  # noqa: F401 - the fixture: a finished build with two datasets
 
 WIDTH = 1280
@@ -45,13 +45,23 @@ def _chromium() -> str:
     if found:
         return found
     if shutil.which("apt-get") is None:
-        pytest.skip("Chromium is not installed and this system has no apt-get to install it "
-                    "(install Debian's `chromium` package to run this test)")
+        pytest.skip(
+            "Chromium is not installed and this system has no apt-get to install it "
+            "(install Debian's `chromium` package to run this test)"
+        )
     if os.geteuid() != 0:
-        pytest.skip("Chromium is not installed and installing it needs root "
-                    "(run `sudo apt-get install chromium` to run this test)")
-    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=False, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        pytest.skip(
+            "Chromium is not installed and installing it needs root "
+            "(run `sudo apt-get install chromium` to run this test)"
+        )
+    proc = subprocess.run(
+        ["apt-get", "install", "-y", "-q", "chromium"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
     found = shutil.which("chromium")
     if not found:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -65,15 +75,32 @@ def load_in_chromium(page: Path, tmp: Path) -> tuple[dict, list[str]]:
     probed = tmp / f"probed-{page.name}"
     probed.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     proc = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-         f"--window-size={WIDTH},900", "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0",
-         f"--user-data-dir={tmp / 'profile'}", "--dump-dom", probed.as_uri()],
-        check=False, capture_output=True, text=True, timeout=120)
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            f"--window-size={WIDTH},900",
+            "--virtual-time-budget=5000",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--user-data-dir={tmp / 'profile'}",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
     assert m, f"Chromium did not render the page: {proc.stderr[-2000:]}"
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
-    return json.loads(m[1].replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")), \
-        console
+    return json.loads(
+        m[1].replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    ), console
 
 
 def test_report_has_no_console_errors_and_fits_a_1280_pixel_window(workdir: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -88,9 +115,12 @@ def test_report_has_no_console_errors_and_fits_a_1280_pixel_window(workdir: Path
 def test_the_browser_check_sees_errors_and_overflow(tmp_path: Path) -> None:
     """The same check on a page that logs an error and is too wide fails: the test above can fail."""
     page = tmp_path / "bad.html"
-    page.write_text("<!DOCTYPE html><html><body><table><tr><td style='white-space:nowrap'>"
-                    + "x" * 400 + "</td></tr></table><script>console.error('boom'); undefinedCall();</script>"
-                    "</body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><body><table><tr><td style='white-space:nowrap'>"
+        + "x" * 400
+        + "</td></tr></table><script>console.error('boom'); undefinedCall();</script>"
+        "</body></html>"
+    )
     probe, console = load_in_chromium(page, tmp_path)
     assert probe["scrollWidth"] > WIDTH and probe["wide"]
     assert any("boom" in line for line in console) and any("undefinedCall" in line for line in console)

@@ -32,6 +32,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def seed_card() -> str:
     path = SEED_CARD
+
     # the file was saved with each line framed as "| <line> |" ("|" alone for an empty line)
     def unframe(line: str) -> str:
         if line.startswith("| ") and line.endswith(" |"):
@@ -47,10 +48,11 @@ def headings(card: str) -> list[str]:
 
 def table_headers(card: str) -> list[str]:
     lines = card.splitlines()
-    return [lines[i].strip() for i in range(len(lines) - 1)
-            if lines[i].startswith("|") and lines[i + 1].startswith("|---")]
-
-
+    return [
+        lines[i].strip()
+        for i in range(len(lines) - 1)
+        if lines[i].startswith("|") and lines[i + 1].startswith("|---")
+    ]
 
 
 def bash_card(checked: bool = True) -> tuple[str, pl.DataFrame]:
@@ -68,8 +70,13 @@ def test_sections_and_table_headers_match_seed_002(seed_card: str) -> None:
     assert table_headers(card) == table_headers(seed_card)
     # the Columns table is seed 002's, word for word
     assert table(card, "| Column | Meaning |") == table(seed_card, "| Column | Meaning |")
-    for marker in ("- **Origin:**", "- **Machine:**", "- **Repository root:**", "1. **Task-level dedup:**",
-                   "6. **Validated**"):
+    for marker in (
+        "- **Origin:**",
+        "- **Machine:**",
+        "- **Repository root:**",
+        "1. **Task-level dedup:**",
+        "6. **Validated**",
+    ):
         assert marker in card and marker in seed_card
 
 
@@ -83,8 +90,13 @@ def test_yaml_header_roundtrips_through_datasetcard(tmp_path: Path, seed_card: s
         assert data[key] == seed_yaml[key]
     assert data["pretty_name"] == BASH
     assert data["size_categories"] == ["n<1K"]
-    assert data["configs"] == [{"config_name": "default", "default": True,
-                                "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}]
+    assert data["configs"] == [
+        {
+            "config_name": "default",
+            "default": True,
+            "data_files": [{"split": "train", "path": "data/train-*.parquet"}],
+        }
+    ]
     info = data["dataset_info"]
     assert [f["name"] for f in info["features"]] == [n for n, _, _ in COLUMNS]
     assert info["splits"][0]["num_examples"] == rows.height == 8
@@ -99,11 +111,17 @@ def test_features_are_what_datasets_writes_for_the_schema() -> None:
 
 def test_body_numbers_come_from_rows_and_ledger() -> None:
     card, _rows = bash_card()
-    assert ("8 coding-agent trajectories on 8 SWE-smith tasks, converted to the format of albedo's "
-            "`mini-coder` source") in card
-    assert ("- **Origin:** Affine's public training corpus (`https://data.affine.io`, view `duel_turns@v4`, "
-            "corpus epochs 84–85).") in card
-    assert "- **Machine:** Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)." in card
+    assert (
+        "8 coding-agent trajectories on 8 SWE-smith tasks, converted to the format of albedo's "
+        "`mini-coder` source"
+    ) in card
+    assert (
+        "- **Origin:** Affine's public training corpus (`https://data.affine.io`, view `duel_turns@v4`, "
+        "corpus epochs 84–85)."
+    ) in card
+    assert (
+        "- **Machine:** Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)." in card
+    )
     # per-stage drops of THIS dataset (the SWE-Lego package_fetch drop is not counted here)
     assert "(1 run dropped: 1 `benchmark_task`)" in card
     assert "(2 runs dropped: 1 `exact`, 1 `near`)" in card
@@ -115,8 +133,10 @@ def test_body_numbers_come_from_rows_and_ledger() -> None:
     assert "(2 rows here carry albedo's id)" in card
     # across all datasets, from stats.json: 23 ingested, 1 quarantined, 2 parse/convert drops
     # 23 − (1 + 1 + 1 + 1 + 4 + 1 + 1 + 2) = 11
-    assert ("Across both datasets: 23 runs exported, 12 dropped (1 unreadable; 1 not parsable; 1 not convertible; "
-            "1 benchmark task; 4 solution leaks; 1 benchmark leak; 1 invalid; 2 duplicates), 11 published.") in card
+    assert (
+        "Across both datasets: 23 runs exported, 12 dropped (1 unreadable; 1 not parsable; 1 not convertible; "
+        "1 benchmark task; 4 solution leaks; 1 benchmark leak; 1 invalid; 2 duplicates), 11 published."
+    ) in card
     assert "This dataset: 18 runs ingested, 10 dropped, 8 published" in card
     assert "(2 rows here carry albedo's id)" in card and "Albedo is the training-data collection" in card
     assert "Secrets redacted: 3 (2 `github_token`, 1 `aws_access_key`)." in card
@@ -144,7 +164,9 @@ def test_swe_lego_card_origin_machine_and_license() -> None:
     card = render_card(name, rows, sample_stats(frame, drops), drops, benchmarks_checked=True, epochs=[0])
     assert card.split("---\n", 2)[2].lstrip().startswith(f"# {name}\n")
     assert "3 coding-agent trajectories on 3 SWE-Lego tasks" in card
-    assert "- **Origin:** the SWE-Lego dataset (`swelego`: 1 file, `resolved-00000-of-00003.parquet`)." in card
+    assert (
+        "- **Origin:** the SWE-Lego dataset (`swelego`: 1 file, `resolved-00000-of-00003.parquet`)." in card
+    )
     assert "OpenHands CodeAct in non-function-calling mode" in card
     assert "(1 run dropped: 1 `package_fetch`)" in card
     assert "SWE-Lego dataset and keep its terms" in card
@@ -161,9 +183,17 @@ def test_rendering_is_deterministic_and_order_free() -> None:
 
 
 def test_size_categories_and_origin_epoch_text() -> None:
-    assert [size_category(n) for n in (0, 999, 1_000, 31_000, 250_000, 2_000_000)] == \
-        ["n<1K", "n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M"]
+    assert [size_category(n) for n in (0, 999, 1_000, 31_000, 250_000, 2_000_000)] == [
+        "n<1K",
+        "n<1K",
+        "1K<n<10K",
+        "10K<n<100K",
+        "100K<n<1M",
+        "1M<n<10M",
+    ]
     uid = "https://data.affine.io/views/duel_turns@v4/chunks/view_0084_0003.jsonl.gz#L7"
-    assert origin_text("Affine corpus", [uid], [84]) == \
-        "Affine's public training corpus (`https://data.affine.io`, view `duel_turns@v4`, corpus epoch 84)."
+    assert (
+        origin_text("Affine corpus", [uid], [84])
+        == "Affine's public training corpus (`https://data.affine.io`, view `duel_turns@v4`, corpus epoch 84)."
+    )
     assert origin_text("Affine corpus", [uid], [84, 86]).endswith("corpus epochs 84, 86).")

@@ -24,8 +24,10 @@ def test_run_without_inputs_or_benchmarks_explains_itself(tmp_path: Path) -> Non
 def test_run_publish_and_offline_hub(tmp_path: Path) -> None:
     add_epoch(tmp_path / "c", 1, [[distinct(1), distinct(2)]])
     work = tmp_path / "w"
-    res = runner.invoke(app, ["run", "--affine", str(tmp_path / "c"), "--workdir", str(work),
-                              "--no-benchmarks", "--workers", "1"])
+    res = runner.invoke(
+        app,
+        ["run", "--affine", str(tmp_path / "c"), "--workdir", str(work), "--no-benchmarks", "--workers", "1"],
+    )
     assert res.exit_code == 0, res.output
     assert "ingested 2 = published 2 + dropped 0 + quarantined 0" in res.output
     res = runner.invoke(app, ["publish", "--workdir", str(work), "--to", str(tmp_path / "out")])
@@ -45,14 +47,17 @@ def test_publish_before_any_run(tmp_path: Path) -> None:
 def test_benchmarks_pull_offline_fails_at_once_with_one_line(tmp_path: Path) -> None:
     res = runner.invoke(app, ["benchmarks", "pull", "--to", str(tmp_path / "b")])
     assert res.exit_code == 2
-    assert res.output.splitlines() == ["error: the Hub could not be reached: HF_HUB_OFFLINE is set, so "
-                                       "https://huggingface.co is not contacted (unset it to go online)"]
+    assert res.output.splitlines() == [
+        "error: the Hub could not be reached: HF_HUB_OFFLINE is set, so "
+        "https://huggingface.co is not contacted (unset it to go online)"
+    ]
 
 
 def test_missing_inputs_are_named(tmp_path: Path) -> None:
     for flag in ("--swelego", "--affine"):
-        res = runner.invoke(app, ["run", flag, str(tmp_path / "nope"), "--workdir", str(tmp_path / "w"),
-                                  "--no-benchmarks"])
+        res = runner.invoke(
+            app, ["run", flag, str(tmp_path / "nope"), "--workdir", str(tmp_path / "w"), "--no-benchmarks"]
+        )
         assert res.exit_code == 2, res.output
         assert "nope" in res.output and "Traceback" not in res.output
 
@@ -65,7 +70,7 @@ def test_bad_options_are_a_config_error(tmp_path: Path) -> None:
 
 
 def test_the_committed_sample_config_loads() -> None:
-    from pipeline.config import Config, DedupParams, Limits
+    from pipeline.core.config import Config, DedupParams, Limits
 
     cfg = Config.load(Path(__file__).parents[1] / "data" / "sample.toml", workers=1)
     assert cfg.affine == ("data/sample/affine",) and cfg.workers == 1  # CLI overrides the file

@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from pipeline.convert.render import SUBMIT_COMMAND
-from pipeline.convert_files import convert_files
+from pipeline.orchestration.convert_files import convert_files
 from pipeline.stages.validate import validate_messages
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
@@ -50,8 +50,11 @@ def raw_mini_actions(uid: str) -> list[str]:
     mini's format-error reply is not)."""
     doc = orjson.loads((REAL / uid.split("#")[0]).read_bytes())
     msgs = doc if isinstance(doc, list) else doc["messages"]
-    return [m["content"] for i, m in enumerate(msgs) if m["role"] == "assistant"
-            and not (i + 1 < len(msgs) and FORMAT_ERROR in msgs[i + 1]["content"])]
+    return [
+        m["content"]
+        for i, m in enumerate(msgs)
+        if m["role"] == "assistant" and not (i + 1 < len(msgs) and FORMAT_ERROR in msgs[i + 1]["content"])
+    ]
 
 
 def command_of(assistant: str) -> str:
@@ -79,13 +82,20 @@ def test_every_file_is_covered_and_every_entry_is_complete() -> None:
     provenance = (REAL / "PROVENANCE.md").read_text()
     for uid, e in EXPECTATIONS.items():
         assert OUTCOME.fullmatch(e["outcome"]), uid
-        assert e["format"] is None or e["format"] in {"SWE-agent", "OpenHands", "SWE-smith", "mini-swe-agent"}, uid
+        assert e["format"] is None or e["format"] in {
+            "SWE-agent",
+            "OpenHands",
+            "SWE-smith",
+            "mini-swe-agent",
+        }, uid
         if e["outcome"] == "converted":
             assert isinstance(e["actions"], int) and e["actions"] > 0 and isinstance(e["submit"], bool), uid
             assert e["submit"] or "patch_sha256" not in e, uid
         name = uid.split("#")[0]
         digest = hashlib.sha256((REAL / name).read_bytes()).hexdigest()
-        assert f"| `{name}` |" in provenance and digest in provenance, f"{name}: PROVENANCE.md row with its sha256"
+        assert f"| `{name}` |" in provenance and digest in provenance, (
+            f"{name}: PROVENANCE.md row with its sha256"
+        )
 
 
 def test_every_run_in_the_corpus_has_an_expectation(published: dict[str, dict[str, Any]]) -> None:
@@ -95,7 +105,11 @@ def test_every_run_in_the_corpus_has_an_expectation(published: dict[str, dict[st
 def _params() -> list[Any]:
     params = []
     for uid, e in EXPECTATIONS.items():
-        marks = [pytest.mark.xfail(strict=True, reason=f"issue 11 class {e['known_defect']}")] if "known_defect" in e else []
+        marks = (
+            [pytest.mark.xfail(strict=True, reason=f"issue 11 class {e['known_defect']}")]
+            if "known_defect" in e
+            else []
+        )
         params.append(pytest.param(uid, id=uid, marks=marks))
     return params
 
@@ -113,7 +127,9 @@ def test_real_run_converts_as_expected(uid: str, published: dict[str, dict[str, 
     assert len(commands) == e["actions"]
     assert (commands[-1] == SUBMIT_COMMAND) is e["submit"]
     assert SUBMIT_COMMAND not in commands[:-1], "only the last action may be the submit"
-    assert not [t for t, cmd in enumerate(commands) if EMPTY_EDIT.search(cmd)], "an edit lost its path or old text"
+    assert not [t for t, cmd in enumerate(commands) if EMPTY_EDIT.search(cmd)], (
+        "an edit lost its path or old text"
+    )
     if "patch_sha256" in e:
         final = normalized_patch(msgs[-1]["content"])
         assert (sha256(final), len(final.splitlines())) == (e["patch_sha256"], e["patch_lines"])
@@ -145,4 +161,6 @@ def test_every_converted_run_is_read_back_by_mini_swe_agent(published: dict[str,
         assert validate_messages(msgs, commands) == [], line["source_uid"]
         for t, cmd in enumerate(commands):
             assert agent.parse_action({"content": msgs[2 + 2 * t]["content"]})["action"] == cmd, (
-                line["source_uid"], t)
+                line["source_uid"],
+                t,
+            )

@@ -48,22 +48,35 @@ def test_every_run_is_one_line_with_messages_or_a_drop(lines: list[dict[str, Any
         by_file.setdefault(line["source_uid"].split("#")[0], []).append(line)
     assert set(by_file) == set(EXPECTED_FORMAT)
     assert [ln["source_uid"] for ln in by_file["swesmith-ft-xml-example.jsonl"]] == [
-        f"swesmith-ft-xml-example.jsonl#L{i}" for i in (1, 2, 3)]
+        f"swesmith-ft-xml-example.jsonl#L{i}" for i in (1, 2, 3)
+    ]
     for name, fmt in EXPECTED_FORMAT.items():
         assert {ln["format"] for ln in by_file[name]} == {fmt}
 
 
-def test_every_real_run_converts_or_is_listed_with_its_reason(
-        lines: list[dict[str, Any]]) -> None:
+def test_every_real_run_converts_or_is_listed_with_its_reason(lines: list[dict[str, Any]]) -> None:
     drops = [ln for ln in lines if "drop" in ln]
     assert sorted(drops, key=lambda d: d["source_uid"]) == [
         # SWE-agent's abbreviated view of a large file: no shell command prints it (issue 11 class 5)
-        {"source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0", "format": "SWE-agent",
-         "drop": {"stage": "convert", "reason": "unverifiable_view",
-                  "detail": "turn 1: abbreviated view of /testbed/pandas/io/sql.py"}},
-        {"source_uid": "swesmith-task-instance-pandas-pr_53652.json#row=0", "format": None,
-         "drop": {"stage": "quarantine", "reason": "unknown_format",
-                  "detail": "a task record (instance_id, patch, tests), not a trajectory"}}]
+        {
+            "source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0",
+            "format": "SWE-agent",
+            "drop": {
+                "stage": "convert",
+                "reason": "unverifiable_view",
+                "detail": "turn 1: abbreviated view of /testbed/pandas/io/sql.py",
+            },
+        },
+        {
+            "source_uid": "swesmith-task-instance-pandas-pr_53652.json#row=0",
+            "format": None,
+            "drop": {
+                "stage": "quarantine",
+                "reason": "unknown_format",
+                "detail": "a task record (instance_id, patch, tests), not a trajectory",
+            },
+        },
+    ]
     published = [ln for ln in lines if "messages" in ln]
     assert len(published) == 9
     for ln in published:
@@ -75,9 +88,12 @@ def test_every_real_run_converts_or_is_listed_with_its_reason(
 
 def test_published_lines_carry_the_converted_turns(lines: list[dict[str, Any]]) -> None:
     demo = next(ln for ln in lines if ln["source_uid"] == "sweagent-demo-function-calling-simple.traj#row=0")
-    assert demo["messages"][2]["content"].endswith("```bash\nfind '/testbed' -type f -name 'missing_colon.py'\n```")
+    assert demo["messages"][2]["content"].endswith(
+        "```bash\nfind '/testbed' -type f -name 'missing_colon.py'\n```"
+    )
     assert demo["messages"][3]["content"] == (
-        "<returncode>0</returncode>\n<output>\n/testbed/tests/missing_colon.py\n</output>")
+        "<returncode>0</returncode>\n<output>\n/testbed/tests/missing_colon.py\n</output>"
+    )
 
 
 def test_format_is_detected_from_content_not_the_file_name(tmp_path: Path) -> None:
@@ -87,21 +103,42 @@ def test_format_is_detected_from_content_not_the_file_name(tmp_path: Path) -> No
     shutil.copyfile(src / "openhands-events-basic.json", renamed[1])
     got = run_convert(renamed, tmp_path / "o.jsonl")
     assert [(ln["source_uid"], ln["format"], "messages" in ln) for ln in got] == [
-        ("a.dat#row=0", "SWE-agent", True), ("b.txt#row=0", "OpenHands", True)]
+        ("a.dat#row=0", "SWE-agent", True),
+        ("b.txt#row=0", "OpenHands", True),
+    ]
 
 
 def test_unreadable_and_unconvertible_runs_are_listed_not_skipped(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     unknown = tmp_path / "unknown.json"
-    unknown.write_bytes(orjson.dumps({"history": [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "Fix the bug."},
-        {"role": "assistant", "content": "go", "tool_calls": [
-            {"id": "c1", "function": {"name": "browser_navigate", "arguments": '{"url": "https://x"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "page"}], "trajectory": []}))
+    unknown.write_bytes(
+        orjson.dumps(
+            {
+                "history": [
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "Fix the bug."},
+                    {
+                        "role": "assistant",
+                        "content": "go",
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "function": {"name": "browser_navigate", "arguments": '{"url": "https://x"}'},
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "c1", "content": "page"},
+                ],
+                "trajectory": [],
+            }
+        )
+    )
     got = run_convert([bad, unknown], tmp_path / "o.jsonl", code=1)  # bad.json is unusable: exit 1
     assert [(ln["source_uid"], ln["drop"]["stage"], ln["drop"]["reason"]) for ln in got] == [
-        ("bad.json#row=0", "quarantine", "bad_json"), ("unknown.json#row=0", "convert", "unknown_tool")]
+        ("bad.json#row=0", "quarantine", "bad_json"),
+        ("unknown.json#row=0", "convert", "unknown_tool"),
+    ]
     assert got[1]["format"] == "SWE-agent" and got[1]["drop"]["detail"] == "browser_navigate"
 
 
@@ -116,7 +153,7 @@ def test_same_file_name_in_two_folders_gets_two_uids_and_folders_are_expanded(tm
 
 
 def test_a_swelego_parquet_is_read_as_parquet_not_text(tmp_path: Path) -> None:
-    from pipeline.sources.synth import synth
+    from pipeline.synth.corpus import synth
 
     synth(tmp_path / "c", runs=6, epochs=1, seed=4)
     parquet = sorted((tmp_path / "c" / "swelego").rglob("*.parquet"))[0]

@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
-from pipeline.episode import Bash, ConvertError, Episode, Meta, Step, Task, ToolCall
+from pipeline.core.episode import Bash, ConvertError, Episode, Meta, Step, Task, ToolCall
 
 
 def episode(*steps: Step, root: str | None = "/workspace/proj") -> Episode:
-    return Episode(Task("o__proj-1", "o__proj", "Fix it.", "swelego", "python"),
-                   Meta("SWE-Lego", "openhands", "m", "uid", "openhands", repo_root=root), list(steps))
+    return Episode(
+        Task("o__proj-1", "o__proj", "Fix it.", "swelego", "python"),
+        Meta("SWE-Lego", "openhands", "m", "uid", "openhands", repo_root=root),
+        list(steps),
+    )
 
 
 def call(name: str, obs: str = "", rc: int | None = None, thought: str = "t", **args: Any) -> Step:
@@ -27,19 +30,24 @@ def one(step: Step) -> tuple[str, str, int, Converted]:
 
 
 def sh(cmd: str, cwd: Path) -> tuple[int, str]:
-    res = subprocess.run(check=False, args=["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=20)
+    res = subprocess.run(
+        check=False, args=["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=20
+    )
     return res.returncode, res.stdout + res.stderr
 
 
 # ------------------------------------------------------------------ bash
 
 
-@pytest.mark.parametrize(("raw", "command"), [
-    ("bash -lc 'cd /workspace/proj && pytest -q tests'", "pytest -q tests"),
-    ("timeout 60 python run.py", "python run.py"),
-    ('cd /workspace/proj && timeout -s KILL 30s bash -c "ls -la"', "ls -la"),
-    ("grep -rn 'x' /workspace/proj/src", "grep -rn 'x' /testbed/src"),
-])
+@pytest.mark.parametrize(
+    ("raw", "command"),
+    [
+        ("bash -lc 'cd /workspace/proj && pytest -q tests'", "pytest -q tests"),
+        ("timeout 60 python run.py", "python run.py"),
+        ('cd /workspace/proj && timeout -s KILL 30s bash -c "ls -la"', "ls -la"),
+        ("grep -rn 'x' /workspace/proj/src", "grep -rn 'x' /testbed/src"),
+    ],
+)
 def test_bash_wrappers_are_peeled(raw: str, command: str) -> None:
     for name in ("bash", "execute_bash", "Bash", "run"):
         cmd, *_ = one(call(name, "ok\n", 0, command=raw, is_input=False, timeout=120))
@@ -59,8 +67,12 @@ def test_unknown_returncode_is_inferred_and_counted() -> None:
 
 
 def test_interrupts_are_removed_and_their_thought_folds_forward() -> None:
-    conv = convert_episode(episode(call("execute_bash", "^C", thought="stop it", command="C-c", is_input=True),
-                                   call("execute_bash", "ok\n", 0, thought="again", command="ls")))
+    conv = convert_episode(
+        episode(
+            call("execute_bash", "^C", thought="stop it", command="C-c", is_input=True),
+            call("execute_bash", "ok\n", 0, thought="again", command="ls"),
+        )
+    )
     assert conv.commands == ["ls"]
     assert conv.messages[2]["content"] == "THOUGHT: stop it\n\nagain\n\n```bash\nls\n```"
     with pytest.raises(ConvertError) as err:
@@ -83,20 +95,26 @@ def test_view_file_is_cat_n_and_matches_the_editor(tmp_path: Path) -> None:
 def test_view_range_is_numbered_like_the_editor(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("".join(f"line {i}\n" for i in range(1, 30)))
     obs = f"Here's the result of running `cat -n` on {tmp_path}/b.py:\n" + "".join(
-        f"{i:6}\tline {i}\n" for i in range(10, 13))
-    cmd, out, _rc, _ = one(call("str_replace_editor", obs, command="view", path=f"{tmp_path}/b.py",
-                               view_range=[10, 12]))
+        f"{i:6}\tline {i}\n" for i in range(10, 13)
+    )
+    cmd, out, _rc, _ = one(
+        call("str_replace_editor", obs, command="view", path=f"{tmp_path}/b.py", view_range=[10, 12])
+    )
     assert cmd == f"cat -n '{tmp_path}/b.py' | sed -n '10,12p'"
     assert sh(cmd, tmp_path) == (0, out)
 
 
 def test_view_directory_is_find(tmp_path: Path) -> None:
     # openhands-aci's listing: sorted, directories marked with "/", a note on hidden entries
-    obs = ("Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
-           "/workspace/proj/\n/workspace/proj/a.py\n/workspace/proj/sub/\n/workspace/proj/sub/b.py\n\n"
-           "1 hidden files/directories in this directory are excluded. You can use 'ls -la /workspace/proj' to see them.")
+    obs = (
+        "Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
+        "/workspace/proj/\n/workspace/proj/a.py\n/workspace/proj/sub/\n/workspace/proj/sub/b.py\n\n"
+        "1 hidden files/directories in this directory are excluded. You can use 'ls -la /workspace/proj' to see them."
+    )
     cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
-    assert cmd.startswith("find -L '/testbed' -maxdepth 2 -not \\( -path '/testbed/.*' -o -path '/testbed/*/.*' \\)")
+    assert cmd.startswith(
+        "find -L '/testbed' -maxdepth 2 -not \\( -path '/testbed/.*' -o -path '/testbed/*/.*' \\)"
+    )
     assert out == "/testbed/\n/testbed/a.py\n/testbed/sub/\n/testbed/sub/b.py\n"
     (tmp_path / "sub").mkdir()
     (tmp_path / ".git").mkdir()
@@ -105,8 +123,10 @@ def test_view_directory_is_find(tmp_path: Path) -> None:
     rc, printed = sh(cmd.replace("/testbed", str(tmp_path)), tmp_path)
     assert (rc, printed.replace(str(tmp_path), "/testbed")) == (0, out)
     # SWE-agent's listing is find's own output
-    obs = ("Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
-           "/workspace/proj\n/workspace/proj/a.py\n")
+    obs = (
+        "Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
+        "/workspace/proj\n/workspace/proj/a.py\n"
+    )
     cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
     assert (cmd, out) == ("find '/testbed' -maxdepth 2 -not -path '*/.*'", "/testbed\n/testbed/a.py\n")
 
@@ -115,8 +135,16 @@ def test_str_replace_runs_and_prints_the_editors_message(tmp_path: Path) -> None
     f = tmp_path / "c.py"
     f.write_text("def f():\n    return 1\n")
     msg = f"The file {f} has been edited. Review the changes and make sure they are as expected."
-    cmd, out, rc, _ = one(call("str_replace_editor", msg, command="str_replace", path=str(f),
-                               old_str="return 1", new_str="return 2"))
+    cmd, out, rc, _ = one(
+        call(
+            "str_replace_editor",
+            msg,
+            command="str_replace",
+            path=str(f),
+            old_str="return 1",
+            new_str="return 2",
+        )
+    )
     assert (out, rc) == (msg, 0)
     assert sh(cmd, tmp_path) == (0, msg)
     assert f.read_text() == "def f():\n    return 2\n"
@@ -126,8 +154,9 @@ def test_failed_str_replace_exits_1_with_the_editors_message(tmp_path: Path) -> 
     f = tmp_path / "d.py"
     f.write_text("x = 1\n")
     msg = f"No replacement was performed, old_str `y = 1` did not appear verbatim in {f}."
-    cmd, out, rc, _ = one(call("str_replace_editor", msg, command="str_replace", path=str(f),
-                               old_str="y = 1", new_str="y = 2"))
+    cmd, out, rc, _ = one(
+        call("str_replace_editor", msg, command="str_replace", path=str(f), old_str="y = 1", new_str="y = 2")
+    )
     assert (out, rc) == (msg, 1)
     assert sh(cmd, tmp_path) == (1, msg)
     assert f.read_text() == "x = 1\n"
@@ -135,11 +164,20 @@ def test_failed_str_replace_exits_1_with_the_editors_message(tmp_path: Path) -> 
 
 def test_create_and_insert_reproduce_the_files(tmp_path: Path) -> None:
     f = tmp_path / "pkg" / "new.py"
-    conv = convert_episode(episode(
-        call("str_replace_editor", f"File created successfully at: {f}", command="create", path=str(f),
-             file_text="a\nb\n"),
-        call("str_replace_editor", "inserted", command="insert", path=str(f), insert_line=1, new_str="mid"),
-    ))
+    conv = convert_episode(
+        episode(
+            call(
+                "str_replace_editor",
+                f"File created successfully at: {f}",
+                command="create",
+                path=str(f),
+                file_text="a\nb\n",
+            ),
+            call(
+                "str_replace_editor", "inserted", command="insert", path=str(f), insert_line=1, new_str="mid"
+            ),
+        )
+    )
     for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
         assert sh(cmd, tmp_path) == (rc, out)
     assert f.read_text() == "a\nmid\nb\n"
@@ -147,11 +185,18 @@ def test_create_and_insert_reproduce_the_files(tmp_path: Path) -> None:
 
 def test_undo_edit_policy() -> None:
     with pytest.raises(ConvertError) as err:
-        one(call("str_replace_editor", "Last edit to /x undone successfully.", command="undo_edit", path="/x"))
+        one(
+            call("str_replace_editor", "Last edit to /x undone successfully.", command="undo_edit", path="/x")
+        )
     assert err.value.reason == "undo_edit"
-    conv = convert_episode(episode(
-        call("str_replace_editor", "ERROR: No edit history found for /x.", command="undo_edit", path="/x"),
-        call("bash", "", 0, command="ls")))
+    conv = convert_episode(
+        episode(
+            call(
+                "str_replace_editor", "ERROR: No edit history found for /x.", command="undo_edit", path="/x"
+            ),
+            call("bash", "", 0, command="ls"),
+        )
+    )
     assert conv.commands == ["ls"] and conv.counters["convert/undo_edit_noop_removed"] == 1
 
 
@@ -161,12 +206,14 @@ def test_undo_edit_policy() -> None:
 def test_bash_harness_edit_and_pi_tools(tmp_path: Path) -> None:
     f = tmp_path / "e.py"
     f.write_text("a = 'x'\n")
-    conv = convert_episode(episode(
-        call("edit", "Edited.", path=str(f), old_str="'x'", new_str="'y'"),
-        call("read", "a = 'y'\n", path=str(f)),
-        call("write", f"Successfully wrote 6 bytes to {f}", path=str(f), content="b = 1\n"),
-        call("edit", "ok", path=str(f), oldText="b = 1", newText="b = 2"),
-    ))
+    conv = convert_episode(
+        episode(
+            call("edit", "Edited.", path=str(f), old_str="'x'", new_str="'y'"),
+            call("read", "a = 'y'\n", path=str(f)),
+            call("write", f"Successfully wrote 6 bytes to {f}", path=str(f), content="b = 1\n"),
+            call("edit", "ok", path=str(f), oldText="b = 1", newText="b = 2"),
+        )
+    )
     assert conv.commands[1] == f"cat '{f}'"
     for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
         assert sh(cmd, tmp_path) == (rc, out)
@@ -177,15 +224,23 @@ def test_claude_code_tools(tmp_path: Path) -> None:
     f = tmp_path / "g.py"
     f.write_text("one\ntwo\nthree\n")
     read_obs = "     2\u2192two\n     3\u2192three\n\n<system-reminder>\nmalware check\n</system-reminder>\n"
-    conv = convert_episode(episode(
-        call("Read", read_obs, file_path=str(f), offset=2, limit=2),
-        call("MultiEdit", "Applied 2 edits", file_path=str(f),
-             edits=[{"old_string": "one", "new_string": "1"}, {"old_string": "t", "new_string": "T",
-                                                               "replace_all": True}]),
-        call("Grep", f"Found 1 file\n{f}\n", pattern="Thr", path=str(tmp_path)),
-        call("TodoWrite", "Todos updated", todos=[{"content": "x"}]),
-        call("Glob", f"{f}\n", pattern="*.py", path=str(tmp_path)),
-    ))
+    conv = convert_episode(
+        episode(
+            call("Read", read_obs, file_path=str(f), offset=2, limit=2),
+            call(
+                "MultiEdit",
+                "Applied 2 edits",
+                file_path=str(f),
+                edits=[
+                    {"old_string": "one", "new_string": "1"},
+                    {"old_string": "t", "new_string": "T", "replace_all": True},
+                ],
+            ),
+            call("Grep", f"Found 1 file\n{f}\n", pattern="Thr", path=str(tmp_path)),
+            call("TodoWrite", "Todos updated", todos=[{"content": "x"}]),
+            call("Glob", f"{f}\n", pattern="*.py", path=str(tmp_path)),
+        )
+    )
     assert conv.outputs[0] == "     2\ttwo\n     3\tthree\n"
     assert conv.commands[2] == f"grep -rlE -- 'Thr' '{tmp_path}'"
     assert len(conv.commands) == 4 and conv.counters["convert/todo_removed"] == 1
@@ -197,14 +252,24 @@ def test_claude_code_tools(tmp_path: Path) -> None:
 
 def test_sweagent_window_commands(tmp_path: Path) -> None:
     f = tmp_path / "r.py"
-    conv = convert_episode(episode(
-        call("create", f"[File: {f} (1 lines total)]\n1:\n", args="r.py"),
-        call("edit", f"[File: {f} (2 lines total)]\n1:print(1)\n2:print(2)\n"
-                     "File updated. Please review the changes.\n", args="1:1", body="print(1)\nprint(2)\n"),
-        call("goto", f"[File: {f} (2 lines total)]\n(1 more lines above)\n2:print(2)\n", args="2"),
-        call("search_file", f'Found 1 matches for "2" in {f}:\nLine 2:print(2)\nEnd of matches for "2" in {f}\n',
-             args='"2"'),
-    ))
+    conv = convert_episode(
+        episode(
+            call("create", f"[File: {f} (1 lines total)]\n1:\n", args="r.py"),
+            call(
+                "edit",
+                f"[File: {f} (2 lines total)]\n1:print(1)\n2:print(2)\n"
+                "File updated. Please review the changes.\n",
+                args="1:1",
+                body="print(1)\nprint(2)\n",
+            ),
+            call("goto", f"[File: {f} (2 lines total)]\n(1 more lines above)\n2:print(2)\n", args="2"),
+            call(
+                "search_file",
+                f'Found 1 matches for "2" in {f}:\nLine 2:print(2)\nEnd of matches for "2" in {f}\n',
+                args='"2"',
+            ),
+        )
+    )
     for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
         assert sh(cmd, tmp_path) == (rc, out)
     assert f.read_text() == "print(1)\nprint(2)\n"
@@ -221,28 +286,39 @@ def window(path: Path | str, lines: list[str], first: int = 1, total: int | None
     return f"[File: {path} ({total} lines total)]\n{above}{body}{below}"
 
 
-REPLACED = ("Text replaced. Please review the changes and make sure they are correct:\n\n"
-            "1. The edited file is correctly indented\n2. The edited file does not contain duplicate lines\n"
-            "3. The edit does not break existing functionality\n\nEdit the file again if necessary.\n")
+REPLACED = (
+    "Text replaced. Please review the changes and make sure they are correct:\n\n"
+    "1. The edited file is correctly indented\n2. The edited file does not contain duplicate lines\n"
+    "3. The edit does not break existing functionality\n\nEdit the file again if necessary.\n"
+)
 
 
-@pytest.mark.parametrize(("name", "text", "structured"), [
-    ("find_file", {"args": '"m.py" src'}, {"file_name": "m.py", "dir": "src"}),
-    ("search_dir", {"args": "TODO src"}, {"search_term": "TODO", "dir": "src"}),
-    ("search_file", {"args": "x m.py"}, {"search_term": "x", "file": "m.py"}),
-    ("open", {"args": "m.py 3"}, {"path": "m.py", "line_number": 3}),
-    ("goto", {"args": "3"}, {"line_number": "3"}),
-    ("scroll_down", {"args": ""}, {}),
-    ("create", {"args": "m.py"}, {"filename": "m.py"}),
-    ("edit", {"args": "1:2", "body": "a\nb"}, {"start_line": 1, "end_line": 2, "replacement_text": "a\nb"}),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "structured"),
+    [
+        ("find_file", {"args": '"m.py" src'}, {"file_name": "m.py", "dir": "src"}),
+        ("search_dir", {"args": "TODO src"}, {"search_term": "TODO", "dir": "src"}),
+        ("search_file", {"args": "x m.py"}, {"search_term": "x", "file": "m.py"}),
+        ("open", {"args": "m.py 3"}, {"path": "m.py", "line_number": 3}),
+        ("goto", {"args": "3"}, {"line_number": "3"}),
+        ("scroll_down", {"args": ""}, {}),
+        ("create", {"args": "m.py"}, {"filename": "m.py"}),
+        (
+            "edit",
+            {"args": "1:2", "body": "a\nb"},
+            {"start_line": 1, "end_line": 2, "replacement_text": "a\nb"},
+        ),
+    ],
+)
 def test_sweagent_tools_convert_the_same_in_text_and_structured_shape(
-        name: str, text: dict[str, Any], structured: dict[str, Any]) -> None:
-    obs = {"find_file": 'Found 1 matches for "m.py" in /testbed/src:\n/testbed/src/m.py\n',
-           "search_dir": 'Found 2 matches for "TODO" in /testbed/src:\n/testbed/src/m.py (2 matches)\n'
-                         'End of matches for "TODO" in /testbed/src\n',
-           "search_file": 'Found 1 matches for "x" in /testbed/m.py:\nLine 2:x = 1\nEnd of matches\n'}.get(
-        name, window("/testbed/m.py", ["a", "b", "c"]))
+    name: str, text: dict[str, Any], structured: dict[str, Any]
+) -> None:
+    obs = {
+        "find_file": 'Found 1 matches for "m.py" in /testbed/src:\n/testbed/src/m.py\n',
+        "search_dir": 'Found 2 matches for "TODO" in /testbed/src:\n/testbed/src/m.py (2 matches)\n'
+        'End of matches for "TODO" in /testbed/src\n',
+        "search_file": 'Found 1 matches for "x" in /testbed/m.py:\nLine 2:x = 1\nEnd of matches\n',
+    }.get(name, window("/testbed/m.py", ["a", "b", "c"]))
     a = one(call(name, obs, args=text["args"], body=text.get("body", "")))
     b = one(call(name, obs, **structured))
     assert (a[0], a[1], a[2]) == (b[0], b[1], b[2])
@@ -254,15 +330,33 @@ def test_sweagent_1x_function_calls_replay_on_the_file(tmp_path: Path) -> None:
     f = tmp_path / "tests" / "m.py"
     f.parent.mkdir()
     f.write_text("def f()\n    return 1\n\n")
-    conv = convert_episode(episode(
-        call("find_file", f'Found 1 matches for "m.py" in {tmp_path}:\n{f}', file_name="m.py", dir=str(tmp_path)),
-        call("open", window("tests/m.py", ["def f()", "    return 1", ""]).rstrip("\n"), path="tests/m.py"),
-        call("edit", REPLACED + window(f, ["def f():", "    return 1", ""]).rstrip("\n"),
-             search="def f()", replace="def f():"),
-        call("edit", "Your edit was not applied (file not modified): Text 'zzz' not found in displayed lines "
-                     "(or anywhere in the file).\n", search="zzz", replace="y"),
-        call("insert", window(f, ["def f():", "    return 1", "", "g = f()"]), text="g = f()\n"),
-    ))
+    conv = convert_episode(
+        episode(
+            call(
+                "find_file",
+                f'Found 1 matches for "m.py" in {tmp_path}:\n{f}',
+                file_name="m.py",
+                dir=str(tmp_path),
+            ),
+            call(
+                "open", window("tests/m.py", ["def f()", "    return 1", ""]).rstrip("\n"), path="tests/m.py"
+            ),
+            call(
+                "edit",
+                REPLACED + window(f, ["def f():", "    return 1", ""]).rstrip("\n"),
+                search="def f()",
+                replace="def f():",
+            ),
+            call(
+                "edit",
+                "Your edit was not applied (file not modified): Text 'zzz' not found in displayed lines "
+                "(or anywhere in the file).\n",
+                search="zzz",
+                replace="y",
+            ),
+            call("insert", window(f, ["def f():", "    return 1", "", "g = f()"]), text="g = f()\n"),
+        )
+    )
     assert conv.commands[0] == f"find '{tmp_path}' -type f -name 'm.py'"
     assert conv.outputs[0] == f"{f}\n"
     assert conv.returncodes == [0, 0, 0, 1, 0]
@@ -275,22 +369,26 @@ def test_sweagent_1x_function_calls_replay_on_the_file(tmp_path: Path) -> None:
 def test_sweagent_search_edit_replaces_only_inside_the_displayed_lines(tmp_path: Path) -> None:
     f = tmp_path / "w.py"
     f.write_text("x = 1\ny = 2\nx = 1\n")
-    conv = convert_episode(episode(
-        call("goto", window(f, ["x = 1"], first=3, total=3), line_number=3),
-        call("edit", REPLACED + window(f, ["x = 9"], first=3, total=3), search="x = 1", replace="x = 9"),
-    ))
+    conv = convert_episode(
+        episode(
+            call("goto", window(f, ["x = 1"], first=3, total=3), line_number=3),
+            call("edit", REPLACED + window(f, ["x = 9"], first=3, total=3), search="x = 1", replace="x = 9"),
+        )
+    )
     for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
         assert sh(cmd, tmp_path) == (rc, out)
     assert f.read_text() == "x = 1\ny = 2\nx = 9\n"
 
 
-LINT = ("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your "
-        "edit commmand.\n\nERRORS:\n- {code}\n\nThis is how your edit would have looked if applied\n"
-        "-------------------------------------------------\n{after}"
-        "-------------------------------------------------\n\nThis is the original code before your edit\n"
-        "-------------------------------------------------\n{before}"
-        "-------------------------------------------------\nYour changes have NOT been applied. Please fix your "
-        "edit command and try again.\n")
+LINT = (
+    "Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your "
+    "edit commmand.\n\nERRORS:\n- {code}\n\nThis is how your edit would have looked if applied\n"
+    "-------------------------------------------------\n{after}"
+    "-------------------------------------------------\n\nThis is the original code before your edit\n"
+    "-------------------------------------------------\n{before}"
+    "-------------------------------------------------\nYour changes have NOT been applied. Please fix your "
+    "edit command and try again.\n"
+)
 
 
 def test_lint_rejected_edit_replays_as_a_failing_syntax_checked_edit(tmp_path: Path) -> None:
@@ -298,11 +396,17 @@ def test_lint_rejected_edit_replays_as_a_failing_syntax_checked_edit(tmp_path: P
     recorded rejection, exits 1 and leaves the file as it was."""
     f = tmp_path / "t.py"
     f.write_text("def g():\n    return 1\n")
-    obs = LINT.format(code="E999 IndentationError: unexpected indent",
-                      after=window(f, ["def g():", "return 2"]), before=window(f, ["def g():", "    return 1"]))
-    conv = convert_episode(episode(call("edit", obs, args="2:2", body="return 2"),
-                                   call("edit", window(f, ["def g():", "    return 2"]), args="2:2",
-                                        body="    return 2")))
+    obs = LINT.format(
+        code="E999 IndentationError: unexpected indent",
+        after=window(f, ["def g():", "return 2"]),
+        before=window(f, ["def g():", "    return 1"]),
+    )
+    conv = convert_episode(
+        episode(
+            call("edit", obs, args="2:2", body="return 2"),
+            call("edit", window(f, ["def g():", "    return 2"]), args="2:2", body="    return 2"),
+        )
+    )
     assert (conv.outputs[0], conv.returncodes[0]) == (obs, 1)
     assert "compile(text, path, 'exec')" in conv.commands[0]
     assert conv.counters["convert/sweagent_edit_rejected_replayed"] == 1
@@ -313,10 +417,17 @@ def test_lint_rejected_edit_replays_as_a_failing_syntax_checked_edit(tmp_path: P
 
 
 def test_lint_rejection_without_a_compile_error_removes_only_that_turn() -> None:
-    obs = LINT.format(code="F821 undefined name 'h'", after=window("/testbed/t.py", ["h()"]),
-                      before=window("/testbed/t.py", ["g()"]))
-    conv = convert_episode(episode(call("edit", obs, thought="Call h", args="1:1", body="h()"),
-                                   call("bash", "ok\n", 0, thought="Run it", command="python t.py")))
+    obs = LINT.format(
+        code="F821 undefined name 'h'",
+        after=window("/testbed/t.py", ["h()"]),
+        before=window("/testbed/t.py", ["g()"]),
+    )
+    conv = convert_episode(
+        episode(
+            call("edit", obs, thought="Call h", args="1:1", body="h()"),
+            call("bash", "ok\n", 0, thought="Run it", command="python t.py"),
+        )
+    )
     assert conv.commands == ["python t.py"]
     assert conv.messages[2]["content"] == "THOUGHT: Call h\n\nRun it\n\n```bash\npython t.py\n```"
     assert conv.counters["convert/sweagent_edit_rejected_removed"] == 1
@@ -325,8 +436,13 @@ def test_lint_rejection_without_a_compile_error_removes_only_that_turn() -> None
 
 def test_sweagent_search_overflow_is_a_counted_drop() -> None:
     with pytest.raises(ConvertError) as err:
-        one(call("search_dir", 'More than 100 files matched for "x" in /testbed. Please narrow your search.\n',
-                 search_term="x"))
+        one(
+            call(
+                "search_dir",
+                'More than 100 files matched for "x" in /testbed. Please narrow your search.\n',
+                search_term="x",
+            )
+        )
     assert err.value.reason == "sweagent_search_overflow"
 
 
@@ -334,15 +450,25 @@ def test_hermes_and_kimi_style_file_tools(tmp_path: Path) -> None:
     """read_file (numbered), write_file, patch, todo and memory, as the hermes_agent harness calls them."""
     f = tmp_path / "h.py"
     f.write_text("a = 1\nb = 2\n")
-    conv = convert_episode(episode(
-        call("read_file", "     1\ta = 1\n     2\tb = 2\n", thought="Read", path=str(f)),
-        call("todo", "Todo list updated (2 items)", thought="Plan", todos=[{"content": "fix"}]),
-        call("patch", f"Patched {f}: 1 replacement", thought="Fix", path=str(f), old_string="b = 2",
-             new_string="b = 3"),
-        call("memory", "Memory saved.", thought="Note", action="add", content="b lives in h.py"),
-        call("write_file", f"Wrote 6 bytes to {tmp_path}/n.py", path=f"{tmp_path}/n.py", content="n = 1\n"),
-        call("read_file", "     2\tb = 3\n", path=str(f), offset=2, limit=1),
-    ))
+    conv = convert_episode(
+        episode(
+            call("read_file", "     1\ta = 1\n     2\tb = 2\n", thought="Read", path=str(f)),
+            call("todo", "Todo list updated (2 items)", thought="Plan", todos=[{"content": "fix"}]),
+            call(
+                "patch",
+                f"Patched {f}: 1 replacement",
+                thought="Fix",
+                path=str(f),
+                old_string="b = 2",
+                new_string="b = 3",
+            ),
+            call("memory", "Memory saved.", thought="Note", action="add", content="b lives in h.py"),
+            call(
+                "write_file", f"Wrote 6 bytes to {tmp_path}/n.py", path=f"{tmp_path}/n.py", content="n = 1\n"
+            ),
+            call("read_file", "     2\tb = 3\n", path=str(f), offset=2, limit=1),
+        )
+    )
     assert conv.commands[0] == f"cat -n '{f}'"
     assert conv.commands[3] == f"cat -n '{f}' | sed -n '2,2p'"
     assert conv.messages[4]["content"].startswith("THOUGHT: Plan\n\nFix\n\n```bash\npython3 - <<'EOF'")
@@ -356,17 +482,23 @@ def test_view_list_search_and_apply_patch_aliases(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     f = tmp_path / "pkg" / "m.py"
     f.write_text("x = 1\n")
-    diff = ("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    diff = "diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    conv = convert_episode(episode(
-        call("view", f"Here's the result of running `cat -n` on {f}:\n     1\tx = 1\n", path=str(f)),
-        call("list_dir", "m.py\n", path=str(tmp_path / "pkg")),
-        call("grep", f"{f}:1:x = 1\n", pattern="x =", path=str(tmp_path)),
-        call("search", f'Found 1 matches for "x" in {tmp_path}:\n{f} (1 matches)\nEnd of matches\n',
-             search_term="x", path=str(tmp_path)),
-        call("apply_patch", "Done!", patch=diff),
-        call("grep", "No matches found", pattern="x = 1", path=str(tmp_path)),
-    ))
+    conv = convert_episode(
+        episode(
+            call("view", f"Here's the result of running `cat -n` on {f}:\n     1\tx = 1\n", path=str(f)),
+            call("list_dir", "m.py\n", path=str(tmp_path / "pkg")),
+            call("grep", f"{f}:1:x = 1\n", pattern="x =", path=str(tmp_path)),
+            call(
+                "search",
+                f'Found 1 matches for "x" in {tmp_path}:\n{f} (1 matches)\nEnd of matches\n',
+                search_term="x",
+                path=str(tmp_path),
+            ),
+            call("apply_patch", "Done!", patch=diff),
+            call("grep", "No matches found", pattern="x = 1", path=str(tmp_path)),
+        )
+    )
     assert conv.commands[1] == f"ls -1p '{tmp_path}/pkg'"
     assert conv.commands[4].startswith("git apply <<'EOF' && printf '%s' 'Done!'\ndiff --git")
     assert conv.returncodes == [0, 0, 0, 0, 0, 1]
@@ -376,15 +508,23 @@ def test_view_list_search_and_apply_patch_aliases(tmp_path: Path) -> None:
     assert f.read_text() == "x = 2\n"
 
 
-@pytest.mark.parametrize(("name", "args", "obs", "reason"), [
-    ("apply_patch", {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"}, "Done!",
-     "apply_patch_format"),
-    ("list_dir", {"path": "/testbed"}, "b.py\na.py\n", "unverifiable_listing"),
-    ("grep", {"pattern": "x"}, "Found matches in 2 files", "unverifiable_search"),
-    ("mcp__browser__navigate", {"url": "https://x"}, "ok", "unknown_tool"),
-])
-def test_alias_outputs_no_command_would_print_are_counted_drops(name: str, args: dict[str, Any], obs: str,
-                                                                reason: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "args", "obs", "reason"),
+    [
+        (
+            "apply_patch",
+            {"input": "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"},
+            "Done!",
+            "apply_patch_format",
+        ),
+        ("list_dir", {"path": "/testbed"}, "b.py\na.py\n", "unverifiable_listing"),
+        ("grep", {"pattern": "x"}, "Found matches in 2 files", "unverifiable_search"),
+        ("mcp__browser__navigate", {"url": "https://x"}, "ok", "unknown_tool"),
+    ],
+)
+def test_alias_outputs_no_command_would_print_are_counted_drops(
+    name: str, args: dict[str, Any], obs: str, reason: str
+) -> None:
     with pytest.raises(ConvertError) as err:
         one(call(name, obs, **args))
     assert err.value.reason == reason
@@ -394,12 +534,14 @@ def test_alias_outputs_no_command_would_print_are_counted_drops(name: str, args:
 
 
 def test_think_folds_into_the_next_thought_and_finish_submits() -> None:
-    conv = convert_episode(episode(
-        Step("", ToolCall("think", {"thought": "Root cause: off by one."}), "", None),
-        call("bash", "ok\n", 0, thought="Check", command="ls"),
-        call("finish", thought="All done", message="Fixed the bug."),
-        call("bash", "late\n", 0, command="echo late"),
-    ))
+    conv = convert_episode(
+        episode(
+            Step("", ToolCall("think", {"thought": "Root cause: off by one."}), "", None),
+            call("bash", "ok\n", 0, thought="Check", command="ls"),
+            call("finish", thought="All done", message="Fixed the bug."),
+            call("bash", "late\n", 0, command="echo late"),
+        )
+    )
     assert conv.commands == ["ls", SUBMIT_COMMAND] and conv.submitted
     assert conv.messages[2]["content"] == "THOUGHT: Root cause: off by one.\n\nCheck\n\n```bash\nls\n```"
     assert conv.messages[4]["content"].startswith("THOUGHT: All done\n\nFixed the bug.\n\n```bash\n")
@@ -410,9 +552,12 @@ def test_think_folds_into_the_next_thought_and_finish_submits() -> None:
 
 def test_mini_swe_submit_command_keeps_its_patch() -> None:
     patch = "diff --git a/x b/x\n+y\n"
-    conv = convert_episode(episode(call("bash", "x\n", 0, command="cat x"),
-                                   Step("submit", Bash(SUBMIT_COMMAND),
-                                        f"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n{patch}", 0)))
+    conv = convert_episode(
+        episode(
+            call("bash", "x\n", 0, command="cat x"),
+            Step("submit", Bash(SUBMIT_COMMAND), f"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n{patch}", 0),
+        )
+    )
     assert conv.messages[-1]["content"] == patch and conv.submitted
 
 
@@ -431,7 +576,9 @@ def test_fence_in_command_drops_and_fence_in_thought_is_rewritten() -> None:
     assert conv.messages[2]["content"] == "THOUGHT: Run ```ls```\n\n```bash\nls\n```"
     assert conv.counters["convert/thought_fence_rewritten"] == 0
     # a ```bash block in the thought would be a second action: its backticks are rewritten
-    conv = convert_episode(episode(call("bash", "", 0, thought="Not this:\n```bash\nrm x\n```", command="ls")))
+    conv = convert_episode(
+        episode(call("bash", "", 0, thought="Not this:\n```bash\nrm x\n```", command="ls"))
+    )
     assert conv.messages[2]["content"] == "THOUGHT: Not this:\n~~~bash\nrm x\n~~~\n\n```bash\nls\n```"
     assert conv.counters["convert/thought_fence_rewritten"] == 1
 
@@ -452,4 +599,7 @@ def test_harness_exit_code_notes_become_return_codes() -> None:
     assert split_exit_marker("Exit code 1\nTraceback: x\n") == ("Traceback: x\n", 1)
     assert split_exit_marker("all fine\n") == ("all fine\n", None)
     # the words inside ordinary output are left alone
-    assert split_exit_marker("grep: [exit code: 2] in docs\nmore\n") == ("grep: [exit code: 2] in docs\nmore\n", None)
+    assert split_exit_marker("grep: [exit code: 2] in docs\nmore\n") == (
+        "grep: [exit code: 2] in docs\nmore\n",
+        None,
+    )

@@ -26,9 +26,26 @@ def trajpipe_run(corpus: Path, work: Path, crash: str | None = None) -> subproce
     if crash:
         env["TRAJPIPE_CRASH_AT"] = crash
     return subprocess.run(
-        check=False, args=[sys.executable, "-m", "pipeline.cli", "run", "--affine", str(corpus), "--workdir", str(work),
-         "--no-benchmarks", "--workers", "1"],
-        env=env, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1])
+        check=False,
+        args=[
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "run",
+            "--affine",
+            str(corpus),
+            "--workdir",
+            str(work),
+            "--no-benchmarks",
+            "--workers",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +61,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_killed_run_then_rerun_equals_a_clean_run(corpus: tuple[Path, dict[str, str]], point: str,
-                                                  tmp_path: Path) -> None:
+def test_killed_run_then_rerun_equals_a_clean_run(
+    corpus: tuple[Path, dict[str, str]], point: str, tmp_path: Path
+) -> None:
     src, expected = corpus
     work = tmp_path / "work"
     killed = trajpipe_run(src, work, crash=point)

@@ -19,8 +19,10 @@ runner = CliRunner()
 
 
 def run(corpus: Path, work: Path, *extra: str) -> tuple[int, str]:
-    res = runner.invoke(app, ["run", "--affine", str(corpus), "--workdir", str(work), "--no-benchmarks",
-                              "--workers", "1", *extra])
+    res = runner.invoke(
+        app,
+        ["run", "--affine", str(corpus), "--workdir", str(work), "--no-benchmarks", "--workers", "1", *extra],
+    )
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise AssertionError(f"traceback instead of an error line: {res.exception!r}\n{res.output}")
     return res.exit_code, " ".join(res.output.split())
@@ -34,7 +36,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str
     shards = add_epoch(corpus, 1, [[distinct(i) for i in range(0, 3)], [distinct(3), b"{bad"]])
     work = root / "work"
     assert run(corpus, work)[0] == 0
-    add_epoch(corpus, 2, [[distinct(i) for i in range(10, 13)], [distinct(0) | {"rollout_id": "dup"}]], keep=shards)
+    add_epoch(
+        corpus, 2, [[distinct(i) for i in range(10, 13)], [distinct(0) | {"rollout_id": "dup"}]], keep=shards
+    )
     assert run(corpus, work)[0] == 0
     assert len(list((work / "state" / "commits").glob("*.json"))) == 2
     incremental = tree_bytes(work)
@@ -94,7 +98,8 @@ DAMAGE: dict[str, Callable[[Path], None]] = {"delete": delete, "truncate": trunc
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_damaged_state_is_refused_or_rebuilt_never_silently_different(
-        base: tuple[Path, Path, dict[str, str], dict[str, str]], kind: str, how: str, tmp_path: Path) -> None:
+    base: tuple[Path, Path, dict[str, str], dict[str, str]], kind: str, how: str, tmp_path: Path
+) -> None:
     corpus, clean, incremental, rebuilt = base
     work = tmp_path / "work"
     shutil.copytree(clean, work, symlinks=True)
@@ -114,7 +119,8 @@ def test_damaged_state_is_refused_or_rebuilt_never_silently_different(
 
 @pytest.mark.parametrize("name", ["kept.parquet", "drops.parquet", "meta.json"])
 def test_damaged_cache_of_an_undecided_unit_is_redone(
-        base: tuple[Path, Path, dict[str, str], dict[str, str]], name: str, tmp_path: Path) -> None:
+    base: tuple[Path, Path, dict[str, str], dict[str, str]], name: str, tmp_path: Path
+) -> None:
     """As after a run killed between its units and its commit: the caches are there, the commit is
     not. A damaged cache is not trusted: the unit is processed again and the build is correct."""
     corpus, clean, incremental, _ = base
@@ -130,7 +136,8 @@ def test_damaged_cache_of_an_undecided_unit_is_redone(
 
 
 def test_altered_text_in_the_store_is_refused_not_published(
-        base: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path) -> None:
+    base: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path
+) -> None:
     """A bit flip that still leaves a valid Parquet file (one letter of a message changed) is caught
     by the sha256 the commit recorded, not published as changed text."""
     import polars as pl
@@ -140,9 +147,14 @@ def test_altered_text_in_the_store_is_refused_not_published(
     shutil.copytree(clean, work, symlinks=True)
     part = work / "state" / "published" / "000000.parquet"
     frame = pl.read_parquet(part)
-    frame = frame.with_columns(pl.col("messages").list.eval(pl.struct(
-        pl.element().struct.field("role"),
-        pl.element().struct.field("content").str.replace("alpha", "alphb"))))
+    frame = frame.with_columns(
+        pl.col("messages").list.eval(
+            pl.struct(
+                pl.element().struct.field("role"),
+                pl.element().struct.field("content").str.replace("alpha", "alphb"),
+            )
+        )
+    )
     frame.write_parquet(part)
     code, out = run(corpus, work)
     assert code == 3 and "000000.parquet" in out and "--rebuild" in out, out
@@ -153,7 +165,7 @@ def test_altered_text_in_the_store_is_refused_not_published(
 HOLD = """
 import os, sys, time
 from pathlib import Path
-from pipeline.state import WorkdirLocked, workdir_lock
+from pipeline.core.state import WorkdirLocked, workdir_lock
 work, start = Path(sys.argv[1]), float(sys.argv[2])
 while time.time() < start:  # every contender starts at the same instant
     pass
@@ -185,8 +197,15 @@ def test_lock_has_one_holder_even_when_stale_and_raced(tmp_path: Path) -> None:
 
     root = Path(__file__).parents[1]
     start = time.time() + 8  # after every interpreter has imported the pipeline
-    procs = [subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path), str(start)], cwd=root,
-                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(tmp_path), str(start)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     results = [tuple(int(x) for x in p.communicate(timeout=120)[0].split()) for p in procs]
     assert sum(h for h, _ in results) > 0
     assert sum(b for _, b in results) == 0, results
@@ -194,7 +213,8 @@ def test_lock_has_one_holder_even_when_stale_and_raced(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("limit_kib", [8, 13, 20])  # fails in the first unit cache, a later one, the commit
 def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
-        base: tuple[Path, Path, dict[str, str], dict[str, str]], limit_kib: int, tmp_path: Path) -> None:
+    base: tuple[Path, Path, dict[str, str], dict[str, str]], limit_kib: int, tmp_path: Path
+) -> None:
     """Writes fail part-way (a file-size limit makes every write past it fail with EFBIG, as a
     full disk fails with ENOSPC): one error line naming the cause, no temp file left behind, and
     the same command afterwards gives the correct build."""
@@ -210,10 +230,28 @@ def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_kib * 1024, limit_kib * 1024))
 
-    args = [sys.executable, "-m", "pipeline.cli", "run", "--affine", str(corpus), "--workdir", str(work),
-            "--no-benchmarks", "--workers", "1"]
-    res = subprocess.run(args, check=False, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1],
-                         preexec_fn=small_disk)
+    args = [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "run",
+        "--affine",
+        str(corpus),
+        "--workdir",
+        str(work),
+        "--no-benchmarks",
+        "--workers",
+        "1",
+    ]
+    res = subprocess.run(
+        args,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+        preexec_fn=small_disk,
+    )
     text = " ".join(res.stderr.split())
     assert res.returncode == 2, text
     assert "Traceback" not in res.stderr and "error:" in text and "rerun" in text, text
@@ -227,8 +265,8 @@ def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
 def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> None:
     """The catalog's dedup keys are a cache with a sha256 beside them: damaged, they are computed
     again from the catalog, and the decisions are those of an undamaged work dir."""
-    from pipeline.config import Config
-    from pipeline.runner import run_pipeline
+    from pipeline.core.config import Config
+    from pipeline.orchestration.runner import run_pipeline
 
     first = tmp_path / "first"
     add_epoch(first, 1, [[distinct(1), distinct(2)]])
@@ -239,8 +277,16 @@ def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> No
         shutil.copy(shard, runs / f"part-{i}.parquet")
     second = tmp_path / "second"
     shards = add_epoch(second, 5, [[distinct(1) | {"rollout_id": "again"}, distinct(3)]])
-    cfgs = [Config(affine=(str(second),), workdir=str(tmp_path / name), no_benchmarks=True, workers=1,
-                   catalog=str(tmp_path / "catalog")) for name in ("clean", "damaged")]
+    cfgs = [
+        Config(
+            affine=(str(second),),
+            workdir=str(tmp_path / name),
+            no_benchmarks=True,
+            workers=1,
+            catalog=str(tmp_path / "catalog"),
+        )
+        for name in ("clean", "damaged")
+    ]
     for cfg in cfgs:
         run_pipeline(cfg)
     DAMAGE[how](next((tmp_path / "damaged" / "state" / "catalog").glob("*.parquet")))

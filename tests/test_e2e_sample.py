@@ -14,10 +14,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.config import Config
-from pipeline.runner import run_pipeline
-from pipeline.secrets import find_secrets
-from pipeline.sources.synth import synth
+from pipeline.core.config import Config
+from pipeline.orchestration.runner import run_pipeline
+from pipeline.reference.secrets import find_secrets
+from pipeline.synth.corpus import synth
 from tests.conftest import BENCH
 
 # the whole sample build: minutes, not seconds (`make test-fast` skips them)
@@ -33,10 +33,25 @@ NOT_JUDGED = {
 }
 
 EVERY_CASE = {
-    "keep", "task_dedup/benchmark_task", "convert/unknown_tool", "traj_dedup/exact", "traj_dedup/near",
-    "quarantine/bad_json", "quarantine/not_object", "quarantine/missing_field",
-    *(f"solution_leak/{k}" for k in ("git_history", "foreign_object", "bug_patch", "network_fetch",
-                                     "package_fetch", "site_packages")),
+    "keep",
+    "task_dedup/benchmark_task",
+    "convert/unknown_tool",
+    "traj_dedup/exact",
+    "traj_dedup/near",
+    "quarantine/bad_json",
+    "quarantine/not_object",
+    "quarantine/missing_field",
+    *(
+        f"solution_leak/{k}"
+        for k in (
+            "git_history",
+            "foreign_object",
+            "bug_patch",
+            "network_fetch",
+            "package_fetch",
+            "site_packages",
+        )
+    ),
     *(f"benchmark_leak/{k}" for k in ("gold_patch", "problem_statement", "instance_id")),
 }
 
@@ -51,9 +66,14 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("e2e")
     corpus, work = root / "corpus", root / "work"
     synth(corpus, runs=RUNS, epochs=EPOCHS, seed=SEED, benchmarks=BENCH)
-    config = Config(affine=(str(corpus / "affine"),), swelego=(str(corpus / "swelego"),),
-                    catalog=str(corpus / "catalog"), benchmarks=str(BENCH),
-                    workdir=str(work), workers=2)
+    config = Config(
+        affine=(str(corpus / "affine"),),
+        swelego=(str(corpus / "swelego"),),
+        catalog=str(corpus / "catalog"),
+        benchmarks=str(BENCH),
+        workdir=str(work),
+        workers=2,
+    )
     run_pipeline(config)
     labels = [json.loads(x) for x in (corpus / "labels.jsonl").read_text().splitlines() if x.strip()]
     drops = pl.read_parquet(work / "ledger" / "drops.parquet")
@@ -84,8 +104,11 @@ def test_the_corpus_plants_every_case(build: dict[str, Any]) -> None:
 
 def test_every_label_meets_its_fate(build: dict[str, Any]) -> None:
     published_uids = build["published"]["source_uid"].to_list()
-    wrong = [(lb["expect"], fate_of(lb, build["drops"], published_uids), lb["uid_suffix"], lb["note"])
-             for lb in build["labels"] if judged(lb)]
+    wrong = [
+        (lb["expect"], fate_of(lb, build["drops"], published_uids), lb["uid_suffix"], lb["note"])
+        for lb in build["labels"]
+        if judged(lb)
+    ]
     wrong = [w for w in wrong if w[0] != w[1]]
     assert wrong == []
 
@@ -135,7 +158,9 @@ def test_no_planted_secret_is_published(build: dict[str, Any]) -> None:
 
 
 def test_published_text_holds_nothing_the_secret_scanner_finds(build: dict[str, Any]) -> None:
-    found = [(kind, text[:80]) for text in _published_texts(build["published"]) for kind, _ in find_secrets(text)]
+    found = [
+        (kind, text[:80]) for text in _published_texts(build["published"]) for kind, _ in find_secrets(text)
+    ]
     assert found == []
 
 
@@ -168,13 +193,28 @@ def test_invariant_holds(build: dict[str, Any]) -> None:
 # ---- the cards' numbers add up, and each one is the ledger's --------------------------------------------------
 
 NOTE = re.compile(r"\((?:(?P<total>[\d,]+) runs? dropped: (?P<detail>[^)]*)|none dropped here)\)")
-STEP_STAGES = {"1": ("task_dedup",), "2": ("traj_dedup",), "3": ("parse", "convert"), "4": ("solution_leak",),
-               "5": ("benchmark_leak",), "6": ("validate",)}
-SUMMARY_STAGES = {"unreadable": "quarantine", "not parsable": "parse", "not convertible": "convert",
-                  "benchmark task": "task_dedup", "benchmark tasks": "task_dedup", "solution leak": "solution_leak",
-                  "solution leaks": "solution_leak", "benchmark leak": "benchmark_leak",
-                  "benchmark leaks": "benchmark_leak", "invalid": "validate", "duplicate": "traj_dedup",
-                  "duplicates": "traj_dedup"}
+STEP_STAGES = {
+    "1": ("task_dedup",),
+    "2": ("traj_dedup",),
+    "3": ("parse", "convert"),
+    "4": ("solution_leak",),
+    "5": ("benchmark_leak",),
+    "6": ("validate",),
+}
+SUMMARY_STAGES = {
+    "unreadable": "quarantine",
+    "not parsable": "parse",
+    "not convertible": "convert",
+    "benchmark task": "task_dedup",
+    "benchmark tasks": "task_dedup",
+    "solution leak": "solution_leak",
+    "solution leaks": "solution_leak",
+    "benchmark leak": "benchmark_leak",
+    "benchmark leaks": "benchmark_leak",
+    "invalid": "validate",
+    "duplicate": "traj_dedup",
+    "duplicates": "traj_dedup",
+}
 
 
 def _n(text: str) -> int:
@@ -198,7 +238,11 @@ def test_every_cards_numbers_add_up_from_the_ledger(build: dict[str, Any]) -> No
         m = re.search(r"This dataset: ([\d,]+) runs? ingested, ([\d,]+) dropped, ([\d,]+) published", card)
         assert m, ds
         ingested, dropped, published = map(_n, m.groups())
-        assert (ingested, dropped, published) == (stats["ingested"]["by_dataset"][ds], own.height, rows.height)
+        assert (ingested, dropped, published) == (
+            stats["ingested"]["by_dataset"][ds],
+            own.height,
+            rows.height,
+        )
         assert ingested == dropped + published
         # each step's note: its total is the sum of its reasons, and both are the ledger's
         for step, stages in STEP_STAGES.items():

@@ -14,11 +14,37 @@ from pipeline.convert.render import parse_actions, render_assistant
 from tests.fuzzing import examples
 
 # text that stresses quoting: quotes, backslashes, $, backticks, fences, CR, heredoc words
-_ATOMS = st.sampled_from(["'", '"', "\\", "$", "$(id)", "`", "```", "\n```\n", "EOF", "\nEOF\n",
-                          "\r\n", "\t", "é", "日本", "\u2028", "'''", '"""', "\x1b", "{x}", "%s", "\n"])
-TEXT = st.lists(st.one_of(_ATOMS, st.text(st.characters(blacklist_categories=("Cs",),
-                                                         blacklist_characters="\x00"), max_size=8)),
-                max_size=12).map("".join)
+_ATOMS = st.sampled_from(
+    [
+        "'",
+        '"',
+        "\\",
+        "$",
+        "$(id)",
+        "`",
+        "```",
+        "\n```\n",
+        "EOF",
+        "\nEOF\n",
+        "\r\n",
+        "\t",
+        "é",
+        "日本",
+        "\u2028",
+        "'''",
+        '"""',
+        "\x1b",
+        "{x}",
+        "%s",
+        "\n",
+    ]
+)
+TEXT = st.lists(
+    st.one_of(
+        _ATOMS, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8)
+    ),
+    max_size=12,
+).map("".join)
 
 
 def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -30,10 +56,13 @@ def assert_one_block(cmd: str) -> None:
     assert parse_actions(render_assistant("edit", cmd)) == [cmd.strip()]
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(before=TEXT, old=TEXT, new=TEXT, after=TEXT)
-def test_replace_reproduces_post_edit_file(tmp_path: Path, before: str, old: str, new: str,
-                                           after: str) -> None:
+def test_replace_reproduces_post_edit_file(
+    tmp_path: Path, before: str, old: str, new: str, after: str
+) -> None:
     path = tmp_path / "f.txt"
     content = before + old + after
     path.write_bytes(content.encode("utf-8"))
@@ -49,14 +78,18 @@ def test_replace_reproduces_post_edit_file(tmp_path: Path, before: str, old: str
         assert res.returncode == 1
         n = content.count(old)
         assert res.stdout.decode() == (
-            f"No replacement was performed: old_str occurs {n} times in {path}, expected exactly once.\n")
+            f"No replacement was performed: old_str occurs {n} times in {path}, expected exactly once.\n"
+        )
         assert path.read_bytes() == content.encode("utf-8")
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(content=TEXT, old=TEXT, message=TEXT)
-def test_failing_replace_prints_the_tools_message(tmp_path: Path, content: str, old: str,
-                                                   message: str) -> None:
+def test_failing_replace_prints_the_tools_message(
+    tmp_path: Path, content: str, old: str, message: str
+) -> None:
     path = tmp_path / "g.txt"
     body = content.replace(old, "") if old else content
     path.write_bytes(body.encode("utf-8"))
@@ -67,7 +100,9 @@ def test_failing_replace_prints_the_tools_message(tmp_path: Path, content: str, 
     assert path.read_bytes() == body.encode("utf-8")
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(content=TEXT, message=TEXT)
 def test_create_writes_exact_bytes_and_prints_message(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "sub" / "new.py"
@@ -118,7 +153,9 @@ def test_literals_stay_readable_for_code() -> None:
 
 
 def test_create_heredoc_is_the_plain_readable_form() -> None:
-    cmd = create_command("/testbed/pkg/a.py", "print('hi $USER')\n", "File created successfully at: /testbed/pkg/a.py")
+    cmd = create_command(
+        "/testbed/pkg/a.py", "print('hi $USER')\n", "File created successfully at: /testbed/pkg/a.py"
+    )
     assert cmd == (
         "mkdir -p '/testbed/pkg' && cat > '/testbed/pkg/a.py' <<'EOF' && "
         "printf '%s' 'File created successfully at: /testbed/pkg/a.py'\nprint('hi $USER')\nEOF"

@@ -10,8 +10,8 @@ import pytest
 
 import pipeline.convert
 import pipeline.parsers
-from pipeline.config import Config
-from pipeline.runner import run_pipeline
+from pipeline.core.config import Config
+from pipeline.orchestration.runner import run_pipeline
 from pipeline.stages.base import TRACEBACK_LIMIT, Stage, StageOutput, crash_detail
 from tests.builders import CTX
 from tests.builders import ledger_batch as batch_of
@@ -28,7 +28,9 @@ class Broken(Stage):
 def test_a_bug_in_a_batch_step_drops_its_batch_as_stage_crash_with_the_traceback() -> None:
     out = Broken(CTX)(batch_of(3))
     assert out.kept.height == 0
-    assert out.dropped["stage"].to_list() == ["scrub"] * 3 and out.dropped["reason"].to_list() == ["crash"] * 3
+    assert (
+        out.dropped["stage"].to_list() == ["scrub"] * 3 and out.dropped["reason"].to_list() == ["crash"] * 3
+    )
     detail = out.dropped["detail"][0]
     assert "Traceback" in detail and "KeyError: 'no such key'" in detail and "in process" in detail
     assert out.counters == Counter({"scrub/crash": 3})
@@ -43,11 +45,18 @@ def test_a_bug_in_the_global_step_is_raised_not_swallowed() -> None:
 
 
 def _run(tmp_path: Path, n: int = 3) -> pl.DataFrame:
-    records = [view_record(f"r{i}", instance_id=f"pallets__flask.a1b2c3d4.func_pm_op_swap__k{i}",
-                           commands=[(f"grep -rn needle{'x' * i} /testbed", f"hit {'y' * i}\n")]) for i in range(n)]
+    records = [
+        view_record(
+            f"r{i}",
+            instance_id=f"pallets__flask.a1b2c3d4.func_pm_op_swap__k{i}",
+            commands=[(f"grep -rn needle{'x' * i} /testbed", f"hit {'y' * i}\n")],
+        )
+        for i in range(n)
+    ]
     add_epoch(tmp_path / "corpus", 1, [records])
-    summary = run_pipeline(Config(affine=(str(tmp_path / "corpus"),), workdir=str(tmp_path / "w"),
-                                  no_benchmarks=True, workers=1))
+    summary = run_pipeline(
+        Config(affine=(str(tmp_path / "corpus"),), workdir=str(tmp_path / "w"), no_benchmarks=True, workers=1)
+    )
     assert summary.stats["invariant"]["ok"]
     return pl.read_parquet(tmp_path / "w" / "ledger" / "drops.parquet")
 
@@ -87,8 +96,9 @@ def test_a_malformed_record_is_still_parse_bad_shape(tmp_path: Path) -> None:
     bad = view_record("bad")
     bad["nodes"][1]["content"] = {"not": "text"}
     add_epoch(tmp_path / "corpus", 1, [[bad, view_record("good")]])
-    run_pipeline(Config(affine=(str(tmp_path / "corpus"),), workdir=str(tmp_path / "w"), no_benchmarks=True,
-                        workers=1))
+    run_pipeline(
+        Config(affine=(str(tmp_path / "corpus"),), workdir=str(tmp_path / "w"), no_benchmarks=True, workers=1)
+    )
     drops = pl.read_parquet(tmp_path / "w" / "ledger" / "drops.parquet")
     assert drops.select("stage", "reason").rows() == [("parse", "bad_shape")]
 
@@ -101,4 +111,8 @@ def test_a_crash_detail_keeps_the_innermost_frames_and_is_bounded() -> None:
             raise ValueError("bottom") from inner
     except ValueError as exc:
         detail = crash_detail(exc)
-    assert len(detail) == TRACEBACK_LIMIT + 1 and detail.startswith("…") and detail.endswith("ValueError: bottom")
+    assert (
+        len(detail) == TRACEBACK_LIMIT + 1
+        and detail.startswith("…")
+        and detail.endswith("ValueError: bottom")
+    )

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
-from pipeline.episode import ConvertError, Episode, Meta, PipelineDrop, RawRun, Step, Task, ToolCall
+from pipeline.core.episode import ConvertError, Episode, Meta, PipelineDrop, RawRun, Step, Task, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import iter_trajectory_file
 
@@ -43,12 +43,20 @@ def drop_of(path: Path) -> tuple[str, str]:
 
 def sh(cmd: str, root: Path) -> tuple[int, str]:
     """Run a converted command with ``/testbed`` mapped to ``root``; output mapped back."""
-    res = subprocess.run(["bash", "-c", cmd.replace("/testbed", str(root))], check=False, cwd=root, capture_output=True,
-                         text=True, timeout=30)
+    res = subprocess.run(
+        ["bash", "-c", cmd.replace("/testbed", str(root))],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return res.returncode, res.stdout.replace(str(root), "/testbed")
 
 
-WINDOW = re.compile(r"^\[File: (?P<path>[^\n]+) \((?P<total>\d+) lines total\)\]\n(?P<body>(?:\d+:[^\n]*\n)+)", re.M)
+WINDOW = re.compile(
+    r"^\[File: (?P<path>[^\n]+) \((?P<total>\d+) lines total\)\]\n(?P<body>(?:\d+:[^\n]*\n)+)", re.M
+)
 
 
 def whole_file_from_window(output: str) -> tuple[str, str]:
@@ -78,8 +86,11 @@ def sweagent_step(name: str, obs: str, **args: Any) -> Step:
 
 
 def sweagent_episode(*steps: Step) -> Episode:
-    return Episode(Task("o__r-1", "o__r", "Fix it.", "swe-agent", "python"),
-                   Meta("community", "swe-agent", "m", "uid", "tool_calls", repo_root="/repo"), list(steps))
+    return Episode(
+        Task("o__r-1", "o__r", "Fix it.", "swe-agent", "python"),
+        Meta("community", "swe-agent", "m", "uid", "tool_calls", repo_root="/repo"),
+        list(steps),
+    )
 
 
 # ------------------------------------------------------------------ class 1: tool arguments under other names
@@ -100,19 +111,26 @@ def test_r1_edit_with_replace_all_hyphen_is_a_replace_on_the_open_file(tmp_path:
         "text = text.replace(old, new)\n"
         "with open(path, 'w', encoding='utf-8', errors='surrogateescape', newline='') as f:\n    f.write(text)\n"
         "print('''Replaced 1 occurrences. Please review the changes and make sure they are correct\n"
-        "(correct indentation, no duplicate lines, etc). Edit the file again if necessary.\n''', end='')\nEOF")
+        "(correct indentation, no duplicate lines, etc). Edit the file again if necessary.\n''', end='')\nEOF"
+    )
     assert conv.outputs[:2] == [
         "[File: /testbed/a.py (2 lines total)]\n1:x = 1\n2:print(x)\n",
         "Replaced 1 occurrences. Please review the changes and make sure they are correct\n"
         "(correct indentation, no duplicate lines, etc). Edit the file again if necessary.\n"
-        "[File: /testbed/a.py (2 lines total)]\n1:x = 2\n2:print(x)\n"]
+        "[File: /testbed/a.py (2 lines total)]\n1:x = 2\n2:print(x)\n",
+    ]
     assert conv.returncodes == [0, 0, 0]
     assert conv.commands[2] == SUBMIT_COMMAND
-    assert conv.messages[-1]["content"] == "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert (
+        conv.messages[-1]["content"]
+        == "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    )
     # replay on the file rebuilt from the open window: every output as recorded, the submitted change
     path, text = whole_file_from_window(conv.outputs[0])
     git_repo(tmp_path, {path.removeprefix("/testbed/"): text})
-    assert [sh(c, tmp_path) for c in conv.commands[:2]] == list(zip(conv.returncodes[:2], conv.outputs[:2], strict=True))
+    assert [sh(c, tmp_path) for c in conv.commands[:2]] == list(
+        zip(conv.returncodes[:2], conv.outputs[:2], strict=True)
+    )
     assert (tmp_path / "a.py").read_text() == "x = 2\nprint(x)\n"
 
 
@@ -129,13 +147,17 @@ def test_real_1x_edit_replace_run_replays_to_its_recorded_patch(tmp_path: Path) 
     for t in range(3):
         assert sh(conv.commands[t], tmp_path) == (conv.returncodes[t], conv.outputs[t])
     diff = subprocess.run(["git", "diff"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    assert diff.startswith("diff --git a/tests/missing_colon.py b/tests/missing_colon.py\nindex 20edef5..5857437 100755\n")
+    assert diff.startswith(
+        "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\nindex 20edef5..5857437 100755\n"
+    )
     assert "-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n" in diff
 
 
-REPLACED_ONE = ("Text replaced. Please review the changes and make sure they are correct:\n\n"
-                "1. The edited file is correctly indented\n2. The edited file does not contain duplicate lines\n"
-                "3. The edit does not break existing functionality\n\nEdit the file again if necessary.\n")
+REPLACED_ONE = (
+    "Text replaced. Please review the changes and make sure they are correct:\n\n"
+    "1. The edited file is correctly indented\n2. The edited file does not contain duplicate lines\n"
+    "3. The edit does not break existing functionality\n\nEdit the file again if necessary.\n"
+)
 
 
 def test_replace_all_flag_false_that_ran_the_window_replace_stays_in_the_window(tmp_path: Path) -> None:
@@ -143,10 +165,18 @@ def test_replace_all_flag_false_that_ran_the_window_replace_stays_in_the_window(
     the flag; the other occurrence outside the window is untouched on replay."""
     (tmp_path / "w.py").write_text("x = 1\ny = 2\nx = 1\n")
     win = "[File: /testbed/w.py (3 lines total)]\n(2 more lines above)\n3:x = 1\n"
-    conv = convert_episode(sweagent_episode(
-        sweagent_step("goto", win, line_number=3),
-        sweagent_step("edit", REPLACED_ONE + win.replace("3:x = 1", "3:x = 9"),
-                      search="x = 1", replace="x = 9", **{"replace-all": False})))
+    conv = convert_episode(
+        sweagent_episode(
+            sweagent_step("goto", win, line_number=3),
+            sweagent_step(
+                "edit",
+                REPLACED_ONE + win.replace("3:x = 1", "3:x = 9"),
+                search="x = 1",
+                replace="x = 9",
+                **{"replace-all": False},
+            ),
+        )
+    )
     for cmd, out, rc in zip(conv.commands, conv.outputs, conv.returncodes, strict=True):
         assert sh(cmd, tmp_path) == (rc, out)
     assert (tmp_path / "w.py").read_text() == "x = 1\ny = 2\nx = 9\n"
@@ -156,29 +186,37 @@ def test_search_equal_to_replace_is_refused_on_replay(tmp_path: Path) -> None:
     """SWE-agent refuses a search equal to its replacement; the command must not claim a success
     (or perform an edit) the tool refused."""
     (tmp_path / "s.py").write_text("a = 1\n")
-    refused = ("Your search and replace strings are the same. No changes were made. Please modify your "
-               "search or replace strings.")
-    conv = convert_episode(sweagent_episode(
-        sweagent_step("open", "[File: /testbed/s.py (1 lines total)]\n1:a = 1\n", path="/testbed/s.py"),
-        sweagent_step("edit", refused, search="a = 1", replace="a = 1")))
+    refused = (
+        "Your search and replace strings are the same. No changes were made. Please modify your "
+        "search or replace strings."
+    )
+    conv = convert_episode(
+        sweagent_episode(
+            sweagent_step("open", "[File: /testbed/s.py (1 lines total)]\n1:a = 1\n", path="/testbed/s.py"),
+            sweagent_step("edit", refused, search="a = 1", replace="a = 1"),
+        )
+    )
     assert (conv.outputs[1], conv.returncodes[1]) == (refused, 1)
     assert sh(conv.commands[1], tmp_path) == (1, refused)
     assert (tmp_path / "s.py").read_text() == "a = 1\n"
 
 
-@pytest.mark.parametrize(("name", "args"), [
-    ("edit", {"text": "x = 2\n"}),  # SWE-agent's windowed_edit_rewrite: no replay of the displayed span
-    ("edit", {"search": "a", "replacement": "b"}),
-    ("edit", {"file_path": "/testbed/a.py", "old_string": "a"}),  # pi/Claude-style without the new text
-    ("create", {"filename": "a.py", "content": "x"}),
-    ("str_replace_editor", {"command": "create", "path": "/testbed/a.py"}),
-    ("str_replace_editor", {"command": "str_replace", "path": "/testbed/a.py", "new_str": "b"}),
-    ("str_replace_editor", {"command": "insert", "path": "/testbed/a.py", "new_str": "b"}),
-    ("Write", {"file_path": "/testbed/a.py"}),
-    ("Edit", {"file_path": "/testbed/a.py", "old_str": "a", "new_str": "b"}),
-    ("write_file", {"content": "x"}),
-    ("read_file", {"target": "/testbed/a.py"}),
-])
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("edit", {"text": "x = 2\n"}),  # SWE-agent's windowed_edit_rewrite: no replay of the displayed span
+        ("edit", {"search": "a", "replacement": "b"}),
+        ("edit", {"file_path": "/testbed/a.py", "old_string": "a"}),  # pi/Claude-style without the new text
+        ("create", {"filename": "a.py", "content": "x"}),
+        ("str_replace_editor", {"command": "create", "path": "/testbed/a.py"}),
+        ("str_replace_editor", {"command": "str_replace", "path": "/testbed/a.py", "new_str": "b"}),
+        ("str_replace_editor", {"command": "insert", "path": "/testbed/a.py", "new_str": "b"}),
+        ("Write", {"file_path": "/testbed/a.py"}),
+        ("Edit", {"file_path": "/testbed/a.py", "old_str": "a", "new_str": "b"}),
+        ("write_file", {"content": "x"}),
+        ("read_file", {"target": "/testbed/a.py"}),
+    ],
+)
 def test_unknown_argument_sets_are_bad_tool_args(name: str, args: dict[str, Any]) -> None:
     """Never an edit, write or read whose path or text is empty because the harness named it
     differently: the run is dropped with ``convert/bad_tool_args``."""
@@ -190,9 +228,11 @@ def test_unknown_argument_sets_are_bad_tool_args(name: str, args: dict[str, Any]
 # ------------------------------------------------------------------ class 2: review-on-submit, trajectory-only submits
 
 
-REVIEW_HEAD = ("Thank you for your work on this issue. Please carefully follow the steps below to help review your "
-               "changes.\n\n1. ...\n2. Remove your reproduction script (if you haven't done so already).\n"
-               "4. Run the submit command again to confirm.\n\nHere is a list of all of your changes:\n\n<diff>\n")
+REVIEW_HEAD = (
+    "Thank you for your work on this issue. Please carefully follow the steps below to help review your "
+    "changes.\n\n1. ...\n2. Remove your reproduction script (if you haven't done so already).\n"
+    "4. Run the submit command again to confirm.\n\nHere is a list of all of your changes:\n\n<diff>\n"
+)
 
 
 def without_index_lines(diff: str) -> str:
@@ -211,7 +251,8 @@ def test_r2_review_on_submit_ends_at_the_last_submit_with_the_submitted_diff(tmp
         "printf '%s\\n' '" + REVIEW_HEAD[:-1].replace("'", "'\\''") + "' && git add -A && git diff --cached"
         " && printf '%s\\n' '\n</diff>'",
         "rm /testbed/repro.py",
-        SUBMIT_COMMAND]
+        SUBMIT_COMMAND,
+    ]
     assert conv.outputs[1] == REVIEW_HEAD + "diff --git a/repro.py b/repro.py\n...\n</diff>\n"
     assert conv.submitted and conv.returncodes == [0, 0, 0, 0]
     submission = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
@@ -220,10 +261,16 @@ def test_r2_review_on_submit_ends_at_the_last_submit_with_the_submitted_diff(tmp
     git_repo(tmp_path, {"a.py": "x = 1\n"})
     assert sh(conv.commands[0], tmp_path) == (0, "")
     rc, out = sh(conv.commands[1], tmp_path)
-    assert rc == 0 and out.startswith(REVIEW_HEAD + "diff --git a/a.py b/a.py\n") and out.endswith(
-        "diff --git a/repro.py b/repro.py\nnew file mode 100644\n"
-        + out.split("new file mode 100644\n")[1].split("\n", 1)[0] + "\n--- /dev/null\n+++ b/repro.py\n"
-        "@@ -0,0 +1 @@\n+print(1)\n\n</diff>\n")
+    assert (
+        rc == 0
+        and out.startswith(REVIEW_HEAD + "diff --git a/a.py b/a.py\n")
+        and out.endswith(
+            "diff --git a/repro.py b/repro.py\nnew file mode 100644\n"
+            + out.split("new file mode 100644\n")[1].split("\n", 1)[0]
+            + "\n--- /dev/null\n+++ b/repro.py\n"
+            "@@ -0,0 +1 @@\n+print(1)\n\n</diff>\n"
+        )
+    )
     assert sh(conv.commands[2], tmp_path) == (0, "")
     rc, out = sh(conv.commands[3], tmp_path)
     assert rc == 0 and without_index_lines(out) == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + submission
@@ -296,8 +343,10 @@ def test_r10_submit_with_a_flag_is_not_the_patch_submit(tmp_path: Path) -> None:
     """R10 without its decompile step: ``submit 'flag{…}'`` submits a flag, not a patch; there is
     no shell command for it, so the run is an unknown_tool drop (never a "submitted" run)."""
     run = orjson.loads((REPRO / "R10_sweagent_ctf_tools.traj").read_bytes())
-    run["trajectory"] = [{"action": "ls\n", "observation": "rock\n", "thought": "Look.", "state": "{}"},
-                         *run["trajectory"][1:]]
+    run["trajectory"] = [
+        {"action": "ls\n", "observation": "rock\n", "thought": "Look.", "state": "{}"},
+        *run["trajectory"][1:],
+    ]
     f = tmp_path / "flag.traj"
     f.write_bytes(orjson.dumps(run))
     ep = episode_of(f)
@@ -307,13 +356,16 @@ def test_r10_submit_with_a_flag_is_not_the_patch_submit(tmp_path: Path) -> None:
     assert (err.value.reason, err.value.detail) == ("unknown_tool", "submit <argument>")
 
 
-@pytest.mark.parametrize(("name", "detail"), [
-    ("sweagent-ctf-rock.traj", "decompile"),
-    ("sweagent-ctf-warmup.traj", "disassemble"),
-    ("sweagent-ctf-networking_1.traj", "submit <argument>"),
-    ("sweagent-ctf-2024-09-i_got_id_demo.traj", "submit <argument>"),
-    ("sweagent-ctf-BabyEncryption.traj", "submit <argument>"),  # its `edit 2:2 decrypt.py` is `edit 2:2`
-])
+@pytest.mark.parametrize(
+    ("name", "detail"),
+    [
+        ("sweagent-ctf-rock.traj", "decompile"),
+        ("sweagent-ctf-warmup.traj", "disassemble"),
+        ("sweagent-ctf-networking_1.traj", "submit <argument>"),
+        ("sweagent-ctf-2024-09-i_got_id_demo.traj", "submit <argument>"),
+        ("sweagent-ctf-BabyEncryption.traj", "submit <argument>"),  # its `edit 2:2 decrypt.py` is `edit 2:2`
+    ],
+)
 def test_real_ctf_runs_are_unknown_tool_drops(name: str, detail: str) -> None:
     with pytest.raises(ConvertError) as err:
         convert_file(REAL / name)
@@ -324,12 +376,37 @@ def test_tools_documented_in_the_system_prompt_are_known_in_both_doc_styles() ->
     from pipeline.parsers.sweagent import declared_tools
 
     rock = orjson.loads((REAL / "sweagent-ctf-rock.traj").read_bytes())["history"][0]["content"]
-    assert declared_tools(rock) == {"open", "goto", "scroll_down", "scroll_up", "create", "search_dir", "search_file",
-                                    "find_file", "edit", "submit", "decompile"}
-    cursors = orjson.loads((REAL / "sweagent-demo-cursors-marshmallow-1867.traj").read_bytes())["history"][0]["content"]
-    assert declared_tools(cursors) == {"set_cursors", "open", "scroll_down", "scroll_up", "goto", "get_symbols",
-                                       "create", "submit", "edit", "search_dir", "search_file", "find_file",
-                                       "summarize"}
+    assert declared_tools(rock) == {
+        "open",
+        "goto",
+        "scroll_down",
+        "scroll_up",
+        "create",
+        "search_dir",
+        "search_file",
+        "find_file",
+        "edit",
+        "submit",
+        "decompile",
+    }
+    cursors = orjson.loads((REAL / "sweagent-demo-cursors-marshmallow-1867.traj").read_bytes())["history"][0][
+        "content"
+    ]
+    assert declared_tools(cursors) == {
+        "set_cursors",
+        "open",
+        "scroll_down",
+        "scroll_up",
+        "goto",
+        "get_symbols",
+        "create",
+        "submit",
+        "edit",
+        "search_dir",
+        "search_file",
+        "find_file",
+        "summarize",
+    }
     assert declared_tools("You are a helpful assistant.") == frozenset()
 
 
@@ -338,7 +415,10 @@ def test_a_documented_tool_run_from_the_shell_is_that_tool_not_a_program() -> No
     the tool is dropped as unknown, not replayed as a shell command that does not exist."""
     run = orjson.loads((REPRO / "R1_sweagent_edit_replace_all_hyphen.traj").read_bytes())
     run["history"][0]["content"] = "COMMANDS:\ncheck_flag <flag> - checks a flag\n\n\n"
-    run["history"][2]["tool_calls"][0]["function"] = {"name": "bash", "arguments": '{"command": "check_flag x"}'}
+    run["history"][2]["tool_calls"][0]["function"] = {
+        "name": "bash",
+        "arguments": '{"command": "check_flag x"}',
+    }
     raw = RawRun("uid", "community", "sweagent", None, run, 0)
     ep = parse_raw(raw)
     assert ep.counters["parse/sweagent_tool_in_shell"] == 1
@@ -350,14 +430,21 @@ def test_a_documented_tool_run_from_the_shell_is_that_tool_not_a_program() -> No
 def test_swesmith_bare_fence_rows_run_sweagent_tools_as_tools() -> None:
     """SWE-smith's ``ticks`` rows (SWE-agent text actions in a bare fence): ``open`` is the
     windowed tool, converted to the window printer, never passed to the shell as ``open``."""
-    row = {"instance_id": "o__r.12345678.x", "messages": [
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": "Fix the bug."},
-        {"role": "assistant", "content": "Look.\n```\nopen a.py\n```"},
-        {"role": "user", "content": "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
-                                    "(Open file: /testbed/a.py)\n(Current directory: /testbed)\nbash-$"},
-        {"role": "assistant", "content": "Done.\n```\nsubmit\n```"},
-        {"role": "user", "content": "diff --git a/a.py b/a.py\n"}]}
+    row = {
+        "instance_id": "o__r.12345678.x",
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "Fix the bug."},
+            {"role": "assistant", "content": "Look.\n```\nopen a.py\n```"},
+            {
+                "role": "user",
+                "content": "[File: /testbed/a.py (1 lines total)]\n1:x = 1\n"
+                "(Open file: /testbed/a.py)\n(Current directory: /testbed)\nbash-$",
+            },
+            {"role": "assistant", "content": "Done.\n```\nsubmit\n```"},
+            {"role": "user", "content": "diff --git a/a.py b/a.py\n"},
+        ],
+    }
     ep = parse_raw(RawRun("uid", "SWE-smith", "swesmith", None, row, 0))
     conv = convert_episode(ep)
     assert conv.commands[0].startswith("awk ") and conv.commands[0].endswith("'/testbed/a.py'")
@@ -389,7 +476,11 @@ def test_real_swesmith_run_replays_edits_review_and_patch(tmp_path: Path) -> Non
             continue
         if cmd == SUBMIT_COMMAND:
             res = sh(cmd, tmp_path)
-            assert res == (0, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n" + orjson.loads(path.read_bytes())["info"]["submission"])
+            assert res == (
+                0,
+                "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"
+                + orjson.loads(path.read_bytes())["info"]["submission"],
+            )
             assert conv.messages[-1]["content"] == res[1].split("\n", 1)[1]
             continue
         assert sh(cmd, tmp_path) == (rc, out), cmd[:80]
@@ -400,26 +491,29 @@ def test_real_swesmith_run_replays_edits_review_and_patch(tmp_path: Path) -> Non
 # ------------------------------------------------------------------ class 9: final newlines SWE-agent 1.x stripped
 
 
-@pytest.mark.parametrize(("command", "newline"), [
-    ("python reproduce.py", True),
-    ("cd /testbed && python reproduce.py", True),
-    ("python -m pytest -q tests/test_x.py 2>&1 | tail -5", True),
-    ("grep -n x a.py | head -3", True),
-    ("find . -name '*.py' | sort", True),
-    ("ls -F", True),
-    ("echo hi", True),
-    ("printf '%s\\n' x", True),
-    ("python3 - <<'EOF'\nprint(1)\nEOF", True),
-    ("python -c \"print(1, end='')\"", False),
-    ("python -c 'import sys; sys.stdout.write(\"x\")'", False),
-    ("echo -n hi", False),
-    ("printf '%s' x", False),
-    ("cat a.py", False),
-    ("cat a.py | head -5", False),
-    ("sed -n 1,5p a.py", False),
-    ("./rock", False),
-    ("python x.py &> log; cat log", False),
-])
+@pytest.mark.parametrize(
+    ("command", "newline"),
+    [
+        ("python reproduce.py", True),
+        ("cd /testbed && python reproduce.py", True),
+        ("python -m pytest -q tests/test_x.py 2>&1 | tail -5", True),
+        ("grep -n x a.py | head -3", True),
+        ("find . -name '*.py' | sort", True),
+        ("ls -F", True),
+        ("echo hi", True),
+        ("printf '%s\\n' x", True),
+        ("python3 - <<'EOF'\nprint(1)\nEOF", True),
+        ("python -c \"print(1, end='')\"", False),
+        ("python -c 'import sys; sys.stdout.write(\"x\")'", False),
+        ("echo -n hi", False),
+        ("printf '%s' x", False),
+        ("cat a.py", False),
+        ("cat a.py | head -5", False),
+        ("sed -n 1,5p a.py", False),
+        ("./rock", False),
+        ("python x.py &> log; cat log", False),
+    ],
+)
 def test_final_newline_policy_is_decided_from_the_command(command: str, newline: bool) -> None:
     from pipeline.parsers.sweagent import prints_final_newline
 
@@ -451,16 +545,25 @@ def test_a_stripped_output_of_a_byte_copying_command_is_left_as_recorded() -> No
 # ------------------------------------------------------------------ timeouts
 
 
-@pytest.mark.parametrize(("observation", "shown"), [
-    ("\nEXECUTION TIMED OUT", ""),
-    ("partial line\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS.\n"
-     "PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME.", "partial line"),
-    ("\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN 500 SECONDS.", ""),
-    ("The command 'python serve.py' was cancelled because it took more than 30 seconds. Please try a different "
-     "command that completes more quickly. Note: A common source of this error is if the command is interactive "
-     "or requires user input (it is impossible to receive user input in the current environment, so the command "
-     "will never complete).", ""),
-])
+@pytest.mark.parametrize(
+    ("observation", "shown"),
+    [
+        ("\nEXECUTION TIMED OUT", ""),
+        (
+            "partial line\nEXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS.\n"
+            "PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME.",
+            "partial line",
+        ),
+        ("\nEXECUTION TIMED OUT BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN 500 SECONDS.", ""),
+        (
+            "The command 'python serve.py' was cancelled because it took more than 30 seconds. Please try a different "
+            "command that completes more quickly. Note: A common source of this error is if the command is interactive "
+            "or requires user input (it is impossible to receive user input in the current environment, so the command "
+            "will never complete).",
+            "",
+        ),
+    ],
+)
 def test_sweagent_timeouts_mark_the_step_timed_out(observation: str, shown: str) -> None:
     """SWE-agent's "EXECUTION TIMED OUT" (0.x) and cancel message (1.x): the step never finished;
     its observation is what the command printed before it was killed, with no return code."""
@@ -492,8 +595,9 @@ def window_lines(output: str) -> dict[int, str]:
     return {int(n): t for n, t in re.findall(r"^(\d+):(.*)$", output, re.M)}
 
 
-@pytest.mark.parametrize("name", ["sweagent-demo-cursors-marshmallow-1867.traj",
-                                  "sweagent-demo-xml-cursors-marshmallow-1867.traj"])
+@pytest.mark.parametrize(
+    "name", ["sweagent-demo-cursors-marshmallow-1867.traj", "sweagent-demo-xml-cursors-marshmallow-1867.traj"]
+)
 def test_real_cursor_editor_runs_replay_with_their_cursor_marks(name: str, tmp_path: Path) -> None:
     """SWE-agent's 0.x cursor editor (``set_cursors``, ``edit`` between the cursors): each window
     is printed with the START/END marks where the run showed them, the cursor edit replaces the
@@ -503,8 +607,10 @@ def test_real_cursor_editor_runs_replay_with_their_cursor_marks(name: str, tmp_p
     diff is the submitted one."""
     conv = convert_file(REAL / name)
     assert len(conv.commands) == 12 and conv.submitted
-    assert conv.outputs[0] == ("[File: /testbed/reproduce.py (1 lines total)]\n<<<<< START CURSOR >>>>>\n1:\n"
-                               "<<<<< END CURSOR >>>>>\nSTART_CURSOR moved to 1\nEND_CURSOR moved to 1\n\n")
+    assert conv.outputs[0] == (
+        "[File: /testbed/reproduce.py (1 lines total)]\n<<<<< START CURSOR >>>>>\n1:\n"
+        "<<<<< END CURSOR >>>>>\nSTART_CURSOR moved to 1\nEND_CURSOR moved to 1\n\n"
+    )
     shown = window_lines(conv.outputs[5])
     assert (min(shown), max(shown)) == (1374, 1574)
     fields = [shown.get(i, "") for i in range(1, 1998)]
@@ -524,7 +630,9 @@ def test_a_thought_quoting_the_demonstrations_checkout_gets_testbed() -> None:
     """SWE-agent 1.x demo runs work in /testbed, but the model's thought quotes the in-context
     demonstration's ``/marshmallow-code__marshmallow``: SWE-agent's checkout form always becomes
     /testbed (validate would drop it as a foreign root)."""
-    conv = convert_file(REAL / "sweagent-1x-2024-11-demo-function-calling-replace-trajectory-only-submit.traj")
+    conv = convert_file(
+        REAL / "sweagent-1x-2024-11-demo-function-calling-replace-trajectory-only-submit.traj"
+    )
     assert 'I see that "Current directory" is still `/testbed`' in conv.messages[18]["content"]
     assert "__marshmallow" not in "".join(m["content"] for m in conv.messages)
 

@@ -1,4 +1,4 @@
-"""Atomic writes have one home (pipeline.fileio) and every one of them is flushed to disk."""
+"""Atomic writes have one home (pipeline.io.fileio) and every one of them is flushed to disk."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import fileio
-from pipeline.state import UnitWriter
+from pipeline.core.state import UnitWriter
+from pipeline.io import fileio
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 
@@ -30,14 +30,20 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_every_atomic_write_is_fsynced_before_the_rename(tmp_path: Path, fsyncs: list[int]) -> None:
     assert fileio.atomic_write_bytes(tmp_path / "a.bin", b"x") and len(fsyncs) == 1
-    assert not fileio.atomic_write_bytes(tmp_path / "a.bin", b"x") and len(fsyncs) == 1  # unchanged: untouched
+    assert (
+        not fileio.atomic_write_bytes(tmp_path / "a.bin", b"x") and len(fsyncs) == 1
+    )  # unchanged: untouched
     assert fileio.atomic_write_json(tmp_path / "b.json", {"k": 1}) and len(fsyncs) == 2
     assert fileio.copy_if_changed(tmp_path / "a.bin", tmp_path / "c" / "a.bin") and len(fsyncs) == 3
     assert not fileio.copy_if_changed(tmp_path / "a.bin", tmp_path / "c" / "a.bin") and len(fsyncs) == 3
     w = UnitWriter(tmp_path / "unit")
     w.finish(pl.DataFrame({"x": [1]}), pl.DataFrame({"y": [2]}), {"done": True})
     assert len(fsyncs) == 6  # kept.parquet, drops.parquet, meta.json
-    assert sorted(p.name for p in (tmp_path / "unit").iterdir()) == ["drops.parquet", "kept.parquet", "meta.json"]
+    assert sorted(p.name for p in (tmp_path / "unit").iterdir()) == [
+        "drops.parquet",
+        "kept.parquet",
+        "meta.json",
+    ]
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
@@ -50,6 +56,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
 
 
 def test_no_module_renames_files_but_fileio() -> None:
-    offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                 if p.name != "fileio.py" and re.search(r"\bos\.(replace|rename)\(", p.read_text())]
+    offenders = [
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "fileio.py" and re.search(r"\bos\.(replace|rename)\(", p.read_text())
+    ]
     assert offenders == []

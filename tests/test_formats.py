@@ -6,10 +6,10 @@ import importlib
 import pkgutil
 
 import pipeline.parsers as parsers
-from pipeline.episode import RawRun
+from pipeline.core.episode import RawRun
+from pipeline.core.rows import dataset_of
 from pipeline.parsers import FORMATS, MACHINES, PARSERS, harness_of, machine_of
 from pipeline.parsers.files import detect_format
-from pipeline.rows import dataset_of
 
 
 def test_every_parser_module_with_a_format_is_registered_once() -> None:
@@ -36,8 +36,11 @@ def test_a_run_of_each_file_format_is_detected_and_named_by_its_record() -> None
         "SWE-agent": {"history": [{"role": "system", "content": "x"}], "info": {}},
         "OpenHands": [{"action": "run", "args": {"command": "ls"}}],
         "SWE-smith": {"instance_id": "a__b.1234abcd.pr_1", "messages": [{"role": "user", "content": "x"}]},
-        "mini-swe-agent": {"trajectory_format": "mini-swe-agent-1", "instance_id": "a__b-1",
-                           "messages": [{"role": "user", "content": "x"}]},
+        "mini-swe-agent": {
+            "trajectory_format": "mini-swe-agent-1",
+            "instance_id": "a__b-1",
+            "messages": [{"role": "user", "content": "x"}],
+        },
         "Affine corpus": {"view": "duel_turns@v4", "nodes": [], "policy": {"harness": "pi"}},
         "Affine trace": {"trace": {}, "task": {}, "policy": {"harness": "claude_code"}},
     }
@@ -50,6 +53,10 @@ def test_a_run_of_each_file_format_is_detected_and_named_by_its_record() -> None
         datasets[name] = dataset_of(raw)
         assert machine_of(harness_of(raw)) in datasets[name]
     assert datasets == {
-        "SWE-agent": "mini-coder-swe-agent-swe-agent", "OpenHands": "mini-coder-openhands-openhands",
-        "SWE-smith": "mini-coder-swe-smith-swe-smith", "mini-swe-agent": "mini-coder-mini-swe-agent-mini-swe-agent",
-        "Affine corpus": "mini-coder-affine-pi", "Affine trace": "mini-coder-affine-claude-code"}
+        "SWE-agent": "mini-coder-swe-agent-swe-agent",
+        "OpenHands": "mini-coder-openhands-openhands",
+        "SWE-smith": "mini-coder-swe-smith-swe-smith",
+        "mini-swe-agent": "mini-coder-mini-swe-agent-mini-swe-agent",
+        "Affine corpus": "mini-coder-affine-pi",
+        "Affine trace": "mini-coder-affine-claude-code",
+    }

@@ -14,15 +14,22 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import Config
-from pipeline.process import process_unit
+from pipeline.core.config import Config
+from pipeline.orchestration.process import process_unit
 from pipeline.sources import affine
 from tests.corpus_kit import add_epoch, view_record
 from tests.fuzzing import examples
 
-junk = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=40),
-                 st.lists(st.integers(0, 5), max_size=3), st.dictionaries(st.text(max_size=5), st.none(), max_size=2),
-                 st.just("\x00" * 10), st.just("é\r\n" * 500))
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.text(max_size=40),
+    st.lists(st.integers(0, 5), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.none(), max_size=2),
+    st.just("\x00" * 10),
+    st.just("é\r\n" * 500),
+)
 
 
 @st.composite
@@ -46,8 +53,11 @@ def hostile_record(draw: st.DrawFn) -> dict[str, Any]:
     return rec
 
 
-@settings(max_examples=examples(30), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(records=st.lists(hostile_record(), min_size=1, max_size=6))
 def test_every_hostile_record_is_kept_or_explained(tmp_path_factory, records: list[dict[str, Any]]) -> None:
     root = tmp_path_factory.mktemp("fz")
@@ -60,5 +70,7 @@ def test_every_hostile_record_is_kept_or_explained(tmp_path_factory, records: li
     kept = pl.read_parquet(d / "kept.parquet")
     drops = pl.read_parquet(d / "drops.parquet")
     assert kept.height + drops.height == len(records) == sum(meta["ingested"].values())
-    assert drops.filter(pl.col("reason") == "crash").height == 0, drops.filter(pl.col("reason") == "crash")["detail"]
+    assert drops.filter(pl.col("reason") == "crash").height == 0, drops.filter(pl.col("reason") == "crash")[
+        "detail"
+    ]
     assert (drops["reason"].str.len_chars() > 0).all()

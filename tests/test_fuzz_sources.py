@@ -10,21 +10,40 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.core.config import Limits
+from pipeline.core.episode import Quarantined, RawRun
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit
 from tests.fuzzing import examples
 
-json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=30)
-json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
-                           max_leaves=20)
-FUZZ = settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+    max_leaves=20,
+)
+FUZZ = settings(
+    max_examples=examples(100),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def unit_for(path: Path, raw: bytes, *, sha: str | None = None) -> Unit:
-    return Unit("affine-view", "file:///x", path.name, sha or hashlib.sha256(raw).hexdigest(), 1, "raw",
-                location=str(path))
+    return Unit(
+        "affine-view",
+        "file:///x",
+        path.name,
+        sha or hashlib.sha256(raw).hexdigest(),
+        1,
+        "raw",
+        location=str(path),
+    )
 
 
 @FUZZ
@@ -38,8 +57,15 @@ def test_arbitrary_bytes_as_a_chunk(tmp_path_factory, data: bytes) -> None:
 
 
 @FUZZ
-@given(lines=st.lists(st.one_of(json_values.map(lambda v: __import__("orjson").dumps(v)),
-                                st.binary(max_size=200).filter(lambda b: b"\n" not in b)), max_size=20))
+@given(
+    lines=st.lists(
+        st.one_of(
+            json_values.map(lambda v: __import__("orjson").dumps(v)),
+            st.binary(max_size=200).filter(lambda b: b"\n" not in b),
+        ),
+        max_size=20,
+    )
+)
 def test_arbitrary_lines_in_a_valid_gzip_chunk(tmp_path_factory, lines: list[bytes]) -> None:
     raw = b"\n".join(lines) + b"\n"
     p = tmp_path_factory.mktemp("f") / "c.jsonl.gz"

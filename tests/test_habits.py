@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.config as config
-from pipeline.config import VERSION, Config
+import pipeline.core.config as config
+from pipeline.core.config import VERSION, Config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,9 @@ def test_ci_lints_then_tests_with_the_pinned_versions() -> None:
     assert run.index("make lint") < run.index("make test")
     makefile = (ROOT / "Makefile").read_text()
     assert "-r requirements-dev.txt" in makefile
-    lint = makefile[makefile.index("\nlint:"):].split("\n\n")[0]
+    lint = makefile[makefile.index("\nlint:") :].split("\n\n")[0]
     assert "ruff check" in lint and "ruff format --check" in lint and "mypy" in lint
-    pins = [ln for ln in (ROOT / "requirements-dev.txt").read_text().splitlines() if ln and not ln.startswith("#")]
+    pins = [
+        ln for ln in (ROOT / "requirements-dev.txt").read_text().splitlines() if ln and not ln.startswith("#")
+    ]
     assert pins and all("==" in ln for ln in pins)

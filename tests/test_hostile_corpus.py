@@ -36,16 +36,18 @@ ROOT = Path(__file__).parents[1]
 RSS_BOUND_MB = 900  # generous: a run over the small corpora here peaks near 300-400 MB
 
 
-def trajpipe(*args: str, env: dict[str, str] | None = None, timeout: float = 240
-             ) -> tuple[subprocess.CompletedProcess[str], float, float]:
+def trajpipe(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """Run the CLI in a child; returns the result, its wall seconds and its own peak RSS in MB
     (``wait4`` gives the rusage of exactly that child)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("TRAJPIPE_")}
     full.update(env or {})
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], stdout=out, stderr=err,
-                                cwd=ROOT, env=full)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli", *args], stdout=out, stderr=err, cwd=ROOT, env=full
+        )
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -58,8 +60,12 @@ def trajpipe(*args: str, env: dict[str, str] | None = None, timeout: float = 240
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        res = subprocess.CompletedProcess(proc.args, proc.returncode, out.read().decode(errors="replace"),
-                                          err.read().decode(errors="replace"))
+        res = subprocess.CompletedProcess(
+            proc.args,
+            proc.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
     return res, time.monotonic() - t0, usage.ru_maxrss / 1024
 
 
@@ -83,8 +89,7 @@ def books(work: Path) -> dict[str, int]:
 
 def snapshot_outside(root: Path, work: Path) -> dict[str, float]:
     """Every file under ``root`` but the work dir (to prove nothing is written outside it)."""
-    return {str(p): p.stat().st_mtime for p in root.rglob("*")
-            if p.is_file() and not p.is_relative_to(work)}
+    return {str(p): p.stat().st_mtime for p in root.rglob("*") if p.is_file() and not p.is_relative_to(work)}
 
 
 def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
@@ -125,7 +130,9 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         host = self.headers.get("Host", "")
         if prefix == "redirect-host":
             self.send_response(302)
-            self.send_header("Location", f"http://localhost.invalid:{self.server.server_address[1]}/good/{rel}")
+            self.send_header(
+                "Location", f"http://localhost.invalid:{self.server.server_address[1]}/good/{rel}"
+            )
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -192,7 +199,9 @@ class Hostile(http.server.BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
                 self.connection.close()
                 return
             rng = self.headers.get("Range", "")
@@ -230,18 +239,23 @@ def test_good_and_same_origin_redirect_finish(server: tuple[str, Path], tmp_path
 
 
 @pytest.mark.parametrize("prefix", ["redirect-host", "redirect-ftp", "endless"])
-def test_hostile_manifest_is_refused_in_bounded_time(server: tuple[str, Path], prefix: str, tmp_path: Path) -> None:
+def test_hostile_manifest_is_refused_in_bounded_time(
+    server: tuple[str, Path], prefix: str, tmp_path: Path
+) -> None:
     url, _ = server
     res, wall, rss = trajpipe(*run_args(tmp_path / "w", f"{url}/{prefix}"), env=FAST, timeout=120)
     assert res.returncode == 2, res.stderr[-3000:]
     text = one_line_error(res)
     assert "manifest.json" in text
     assert wall < 60 and rss < RSS_BOUND_MB, (wall, rss)
-    assert not (tmp_path / "w" / "state" / "commits").exists() or not list((tmp_path / "w" / "state" / "commits").iterdir())
+    assert not (tmp_path / "w" / "state" / "commits").exists() or not list(
+        (tmp_path / "w" / "state" / "commits").iterdir()
+    )
 
 
-def test_trickled_chunks_are_not_decided_and_are_fetched_by_the_next_run(server: tuple[str, Path],
-                                                                           tmp_path: Path) -> None:
+def test_trickled_chunks_are_not_decided_and_are_fetched_by_the_next_run(
+    server: tuple[str, Path], tmp_path: Path
+) -> None:
     url, _ = server
     work = tmp_path / "w"
     res, wall, rss = trajpipe(*run_args(work, f"{url}/trickle"), env=FAST, timeout=120)
@@ -316,8 +330,11 @@ def test_escaping_keys_bad_shas_and_symlinks(tmp_path: Path) -> None:
         "not an object",
         17,
     ]
-    manifest = {"corpus_epoch": 1, "shards": [{"format": "view_v4", "active": True, **s} if isinstance(s, dict) else s
-                                              for s in shards], "prev_manifest": None}
+    manifest = {
+        "corpus_epoch": 1,
+        "shards": [{"format": "view_v4", "active": True, **s} if isinstance(s, dict) else s for s in shards],
+        "prev_manifest": None,
+    }
     (corpus / "corpus").mkdir(parents=True, exist_ok=True)
     (corpus / "corpus" / "manifest.json").write_bytes(orjson.dumps(manifest))
     work = root / "work"
@@ -355,7 +372,9 @@ def test_same_key_in_a_later_manifest_is_a_new_run_not_a_duplicate_uid(tmp_path:
     uids = pl.read_parquet(work / "publish" / "*" / "data" / "*.parquet")["source_uid"]
     assert uids.n_unique() == uids.len()
     # `audit --explain` shows the published run and the one that carried its uid again
-    res = trajpipe("audit", "--workdir", str(work), "--json", "--explain", f"file://{corpus.resolve()}/{key}#L1")[0]
+    res = trajpipe(
+        "audit", "--workdir", str(work), "--json", "--explain", f"file://{corpus.resolve()}/{key}#L1"
+    )[0]
     fate = orjson.loads(res.stdout)
     assert fate["fate"] == "published" and [e["reason"] for e in fate["entries"]] == ["duplicate_uid"], fate
 
@@ -380,7 +399,8 @@ def test_parquet_of_huge_messages_stays_within_memory(tmp_path: Path) -> None:
         "big = 'x' * (100 * 2**20)\n"
         "rows = [[{'role': 'user', 'content': big}] for _ in range(8)]\n"
         "t = pa.table({'instance_id': [f'r__r-{i}' for i in range(8)], 'messages': rows})\n"
-        "pq.write_table(t, sys.argv[1], compression='zstd', row_group_size=8)\n")
+        "pq.write_table(t, sys.argv[1], compression='zstd', row_group_size=8)\n"
+    )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=300)
     assert path.stat().st_size < 1 << 20
     work = tmp_path / "w"
@@ -401,7 +421,9 @@ def test_jsonl_line_far_over_the_limit_is_never_held_whole(tmp_path: Path) -> No
             fh.write(b"y" * (64 * 2**20))  # one line of ~830 MB
         fh.write(b'"}\n\n\n')
     work = tmp_path / "w"
-    res, _wall, rss = trajpipe(*run_args(work, swelego=str(lego), config=_limits(tmp_path, max_record_bytes=8 * 2**20)))
+    res, _wall, rss = trajpipe(
+        *run_args(work, swelego=str(lego), config=_limits(tmp_path, max_record_bytes=8 * 2**20))
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     inv = books(work)
     assert inv["quarantined"] == 1 and inv["ingested"] == 1, inv
@@ -417,7 +439,11 @@ def test_gzip_of_newlines_costs_only_its_decompression(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     h = hashlib.sha256()
     with gzip.open(path, "wb", compresslevel=1) as gz:
-        for part in (orjson.dumps(distinct(1)) + b"\n", *[b"\n" * (64 * 2**20)] * 6, orjson.dumps(distinct(2)) + b"\n"):
+        for part in (
+            orjson.dumps(distinct(1)) + b"\n",
+            *[b"\n" * (64 * 2**20)] * 6,
+            orjson.dumps(distinct(2)) + b"\n",
+        ):
             gz.write(part)
             h.update(part)
     write_epoch(corpus, 1, [{"key": key, "sha256": h.hexdigest()}])
@@ -475,16 +501,31 @@ def test_workers_exit_when_the_driver_is_killed(server: tuple[str, Path], tmp_pa
     url, _ = server
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAJPIPE_")}
     env["TRAJPIPE_FETCH_DEADLINE"] = "120"
-    args = ["run", "--workdir", str(tmp_path / "w"), "--no-benchmarks", "--workers", "2", "--affine", f"{url}/trickle"]
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "run",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--no-benchmarks",
+        "--workers",
+        "2",
+        "--affine",
+        f"{url}/trickle",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         workers: list[int] = []
         while time.monotonic() < deadline and len(workers) < 2:
             time.sleep(0.5)
-            workers = [c for c in _children(proc.pid)
-                       if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+            workers = [
+                c for c in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()
+            ]
         assert len(workers) >= 2, "the pool never started"
         time.sleep(2)  # the workers are inside their fetches now
         proc.send_signal(signal.SIGKILL)
@@ -492,8 +533,12 @@ def test_workers_exit_when_the_driver_is_killed(server: tuple[str, Path], tmp_pa
         end = time.monotonic() + 15
         while time.monotonic() < end and any(Path(f"/proc/{w}").exists() for w in workers):
             time.sleep(0.2)
-        alive = [w for w in workers if Path(f"/proc/{w}").exists()
-                 and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        alive = [
+            w
+            for w in workers
+            if Path(f"/proc/{w}").exists()
+            and Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        ]
         assert alive == [], "workers outlived their driver"
     finally:
         if proc.poll() is None:

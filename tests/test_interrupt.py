@@ -10,14 +10,26 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.sources.synth import synth
+from pipeline.synth.corpus import synth
 
 
 def test_ctrl_c_says_it_is_stopping_and_a_rerun_finishes(tmp_path: Path) -> None:
     synth(tmp_path / "c", runs=60, epochs=2, seed=2)
-    cmd = [sys.executable, "-m", "pipeline.cli", "run", "--affine", str(tmp_path / "c" / "affine"),
-           "--swelego", str(tmp_path / "c" / "swelego"), "--no-benchmarks", "--workdir", str(tmp_path / "w"),
-           "--workers", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "run",
+        "--affine",
+        str(tmp_path / "c" / "affine"),
+        "--swelego",
+        str(tmp_path / "c" / "swelego"),
+        "--no-benchmarks",
+        "--workdir",
+        str(tmp_path / "w"),
+        "--workers",
+        "2",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     # a terminal's Ctrl-C reaches the whole process group: the driver and its workers
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -36,8 +48,9 @@ def test_ctrl_c_says_it_is_stopping_and_a_rerun_finishes(tmp_path: Path) -> None
     assert code == 130, err
     assert "Traceback" not in err
     assert "stopping: waiting for the workers to let go (finished units are kept) …" in rest
-    assert rest.rstrip().endswith("stopped: interrupted (finished units are kept; run the same command again to "
-                                  "resume)")
+    assert rest.rstrip().endswith(
+        "stopped: interrupted (finished units are kept; run the same command again to resume)"
+    )
     # the remaining units are not worked through before exiting (a generous bound: no timing margin)
     assert stopped_after < 30
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=300)

@@ -29,11 +29,15 @@ GOLD = """diff --git a/src/widget/core.py b/src/widget/core.py
 +    height = clamp_height(frame.height, minimum=frame.min_height)
 +    return layout(frame, width, height=height)
 """
-FIXED_LINES = ("+    width = frame.width if frame.width is not None else default_width(frame)\n"
-               "+    height = clamp_height(frame.height, minimum=frame.min_height)\n"
-               "+    return layout(frame, width, height=height)\n")
-SHOW_FIX = ("commit a11f950e2d4c1b3a5f6e7d8c9b0a1f2e3d4c5b6a\nAuthor: dev <dev@x>\n\n    Fix render width (#4738)\n\n"
-            + GOLD)
+FIXED_LINES = (
+    "+    width = frame.width if frame.width is not None else default_width(frame)\n"
+    "+    height = clamp_height(frame.height, minimum=frame.min_height)\n"
+    "+    return layout(frame, width, height=height)\n"
+)
+SHOW_FIX = (
+    "commit a11f950e2d4c1b3a5f6e7d8c9b0a1f2e3d4c5b6a\nAuthor: dev <dev@x>\n\n    Fix render width (#4738)\n\n"
+    + GOLD
+)
 BASE = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -61,49 +65,115 @@ def one(row: dict[str, object]) -> tuple[str | None, str, dict[str, int]]:
 
 CONFIRMED: list[tuple[str, list[str], list[str], str]] = [
     # SWE-bench#581: git log --all --grep='#4738' -> git show a11f950 -> verbatim gold patch.
-    ("swebench_581_chain", ["git log --all --grep='#4738' --oneline", "git show a11f950"],
-     ["a11f950 Fix render width (#4738)\n", SHOW_FIX], "git_history"),
+    (
+        "swebench_581_chain",
+        ["git log --all --grep='#4738' --oneline", "git show a11f950"],
+        ["a11f950 Fix render width (#4738)\n", SHOW_FIX],
+        "git_history",
+    ),
     # mini-swe-agent#787: pickaxe search; the listing names the task's PR.
-    ("pickaxe_pr_number", ["cd /testbed && git log -S default_width --oneline | head -5"],
-     ["a11f950 Fix render width (#4738)\n"], "git_history"),
-    ("git_branch_all_then_show", ["git branch -a", "git show origin/fix-4738:src/widget/core.py"],
-     ["* main\n  remotes/origin/fix-4738\n",
-      "def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"
-      "    height = clamp_height(frame.height, minimum=frame.min_height)\n"
-      "    return layout(frame, width, height=height)\n"], "foreign_object"),
+    (
+        "pickaxe_pr_number",
+        ["cd /testbed && git log -S default_width --oneline | head -5"],
+        ["a11f950 Fix render width (#4738)\n"],
+        "git_history",
+    ),
+    (
+        "git_branch_all_then_show",
+        ["git branch -a", "git show origin/fix-4738:src/widget/core.py"],
+        [
+            "* main\n  remotes/origin/fix-4738\n",
+            "def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"
+            "    height = clamp_height(frame.height, minimum=frame.min_height)\n"
+            "    return layout(frame, width, height=height)\n",
+        ],
+        "foreign_object",
+    ),
     ("git_show_sha", ["git show a11f950 -- src/widget/core.py"], [SHOW_FIX], "foreign_object"),
     ("git_diff_tag", ["git diff v2.1.0 v2.2.0 -- src/widget"], [GOLD], "foreign_object"),
     ("git_cat_file", ["git cat-file -p 9f8e7d6c"], [FIXED_LINES.replace("+", "")], "foreign_object"),
     ("format_patch", ["git format-patch -1 a11f950 --stdout"], [SHOW_FIX], "foreign_object"),
     ("checkout_sha_file_then_submit", ["git checkout a11f950 -- src/widget/core.py"], [""], "foreign_object"),
     ("restore_source", ["git restore --source=origin/main src/widget/core.py"], [""], "foreign_object"),
-    ("cherry_pick", ["git cherry-pick a11f950"], ["[main 5d4c3b2] Fix render width (#4738)\n"],
-     "foreign_object"),
-    ("curl_raw", ["curl -sL https://raw.githubusercontent.com/acme/widget/main/src/widget/core.py"],
-     ["def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"],
-     "network_fetch"),
-    ("curl_patch_url", ["wget -qO- https://github.com/acme/widget/pull/4738.patch"], [SHOW_FIX], "network_fetch"),
-    ("api_github", ["curl https://api.github.com/repos/acme/widget/pulls/4738/files"],
-     ['[{"filename": "src/widget/core.py", "patch": "@@ -10,7 +10,9 @@"}]'], "network_fetch"),
-    ("python_requests_heredoc",
-     ["python3 - <<'EOF'\nimport requests\nprint(requests.get('https://api.github.com/repos/acme/widget/commits').text)\nEOF"],
-     ['[{"sha": "a11f950", "commit": {"message": "Fix render width"}}]'], "network_fetch"),
-    ("git_fetch_upstream", ["git remote add upstream https://github.com/acme/widget.git && git fetch upstream"],
-     ["From https://github.com/acme/widget\n * [new branch]      main       -> upstream/main\n"], "network_fetch"),
-    ("git_clone", ["git clone https://github.com/acme/widget /tmp/w"], ["Cloning into '/tmp/w'...\n"],
-     "network_fetch"),
-    ("pip_download", ["pip download widget==2.2.0 --no-deps -d /tmp/p"],
-     ["Collecting widget==2.2.0\nSaved /tmp/p/widget-2.2.0.tar.gz\nSuccessfully downloaded widget\n"],
-     "package_fetch"),
-    ("pip_git_plus", ["pip install git+https://github.com/acme/widget@main"],
-     ["Successfully installed widget-2.3.0.dev0\n"], "package_fetch"),
-    ("pip_upgrade_own", ["python -m pip install -U widget"], ["Successfully installed widget-2.2.0\n"],
-     "package_fetch"),
-    ("site_packages_cat", ["cat /usr/local/lib/python3.11/site-packages/widget/core.py | sed -n 1,40p"],
-     ["def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"
-      "    height = clamp_height(frame.height, minimum=frame.min_height)\n"], "site_packages"),
-    ("site_packages_cp", ["cp /usr/lib/python3/dist-packages/widget/core.py src/widget/core.py"], [""],
-     "site_packages"),
+    (
+        "cherry_pick",
+        ["git cherry-pick a11f950"],
+        ["[main 5d4c3b2] Fix render width (#4738)\n"],
+        "foreign_object",
+    ),
+    (
+        "curl_raw",
+        ["curl -sL https://raw.githubusercontent.com/acme/widget/main/src/widget/core.py"],
+        [
+            "def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"
+        ],
+        "network_fetch",
+    ),
+    (
+        "curl_patch_url",
+        ["wget -qO- https://github.com/acme/widget/pull/4738.patch"],
+        [SHOW_FIX],
+        "network_fetch",
+    ),
+    (
+        "api_github",
+        ["curl https://api.github.com/repos/acme/widget/pulls/4738/files"],
+        ['[{"filename": "src/widget/core.py", "patch": "@@ -10,7 +10,9 @@"}]'],
+        "network_fetch",
+    ),
+    (
+        "python_requests_heredoc",
+        [
+            "python3 - <<'EOF'\nimport requests\nprint(requests.get('https://api.github.com/repos/acme/widget/commits').text)\nEOF"
+        ],
+        ['[{"sha": "a11f950", "commit": {"message": "Fix render width"}}]'],
+        "network_fetch",
+    ),
+    (
+        "git_fetch_upstream",
+        ["git remote add upstream https://github.com/acme/widget.git && git fetch upstream"],
+        ["From https://github.com/acme/widget\n * [new branch]      main       -> upstream/main\n"],
+        "network_fetch",
+    ),
+    (
+        "git_clone",
+        ["git clone https://github.com/acme/widget /tmp/w"],
+        ["Cloning into '/tmp/w'...\n"],
+        "network_fetch",
+    ),
+    (
+        "pip_download",
+        ["pip download widget==2.2.0 --no-deps -d /tmp/p"],
+        ["Collecting widget==2.2.0\nSaved /tmp/p/widget-2.2.0.tar.gz\nSuccessfully downloaded widget\n"],
+        "package_fetch",
+    ),
+    (
+        "pip_git_plus",
+        ["pip install git+https://github.com/acme/widget@main"],
+        ["Successfully installed widget-2.3.0.dev0\n"],
+        "package_fetch",
+    ),
+    (
+        "pip_upgrade_own",
+        ["python -m pip install -U widget"],
+        ["Successfully installed widget-2.2.0\n"],
+        "package_fetch",
+    ),
+    (
+        "site_packages_cat",
+        ["cat /usr/local/lib/python3.11/site-packages/widget/core.py | sed -n 1,40p"],
+        [
+            "def render(frame):\n    width = frame.width if frame.width is not None else default_width(frame)\n"
+            "    height = clamp_height(frame.height, minimum=frame.min_height)\n"
+        ],
+        "site_packages",
+    ),
+    (
+        "site_packages_cp",
+        ["cp /usr/lib/python3/dist-packages/widget/core.py src/widget/core.py"],
+        [""],
+        "site_packages",
+    ),
 ]
 
 
@@ -121,13 +191,16 @@ def test_confirmed_leaks_are_dropped(cmds: list[str], outs: list[str], kind: str
 
 
 def test_detail_names_the_turn_that_delivered() -> None:
-    row = leak_run(["ls", "git log --all --oneline", "git show a11f950"],
-                   ["src\n", "a11f950 Fix render width\n5e6f7a8 Initial\n", SHOW_FIX])
+    row = leak_run(
+        ["ls", "git log --all --oneline", "git show a11f950"],
+        ["src\n", "a11f950 Fix render width\n5e6f7a8 Initial\n", SHOW_FIX],
+    )
     reason, detail, _ = one(row)
     assert (reason, detail) == ("foreign_object", "turn=2 cmd=git show a11f950")
 
 
 # ---- SWE-smith: the Bug Patch commit (input-formats §3.2), on the real pandas sample ---------------------
+
 
 @pytest.fixture
 def pandas_task() -> dict[str, object]:
@@ -141,30 +214,54 @@ def _bug_show(task: dict[str, object], subject: str) -> str:
 
 @pytest.mark.parametrize("cmd", ["git show HEAD~1", "git diff HEAD~2 HEAD~1", "git log -p -3"])
 def test_swesmith_bug_patch_shown_is_dropped(pandas_task: dict[str, object], cmd: str) -> None:
-    row = leak_run([cmd], [_bug_show(pandas_task, "Bug Patch")], instance_id=pandas_task["instance_id"],
-                   repo="pandas-dev__pandas", patch=pandas_task["patch"], base_commit="")
+    row = leak_run(
+        [cmd],
+        [_bug_show(pandas_task, "Bug Patch")],
+        instance_id=pandas_task["instance_id"],
+        repo="pandas-dev__pandas",
+        patch=pandas_task["patch"],
+        base_commit="",
+    )
     assert one(row)[0] == "bug_patch"
 
 
 def test_swesmith_show_head_revealing_removed_f2p_tests_is_dropped(pandas_task: dict[str, object]) -> None:
     tests = "diff --git a/pandas/tests/test_x.py b/pandas/tests/test_x.py\ndeleted file mode 100644\n-def test_a():\n"
-    row = leak_run(["git show HEAD"], [_bug_show(pandas_task, "Remove F2P Tests").split("\n\ndiff")[0] + "\n\n" + tests],
-                   instance_id=pandas_task["instance_id"], patch=pandas_task["patch"], base_commit="")
+    row = leak_run(
+        ["git show HEAD"],
+        [_bug_show(pandas_task, "Remove F2P Tests").split("\n\ndiff")[0] + "\n\n" + tests],
+        instance_id=pandas_task["instance_id"],
+        patch=pandas_task["patch"],
+        base_commit="",
+    )
     assert one(row)[0] == "bug_patch"
 
 
 def test_swesmith_reverse_of_bug_patch_via_parent_file(pandas_task: dict[str, object]) -> None:
     """`git show HEAD~2:file` prints the pre-bug code: the patch's REMOVED lines are the fix."""
-    original = "\n".join(line[1:] for line in str(pandas_task["patch"]).splitlines()
-                         if line.startswith("-") and not line.startswith("---"))
-    row = leak_run(["git show HEAD~2:pandas/core/indexes/base.py"], [original],
-                   instance_id=pandas_task["instance_id"], patch=pandas_task["patch"], base_commit="")
+    original = "\n".join(
+        line[1:]
+        for line in str(pandas_task["patch"]).splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    )
+    row = leak_run(
+        ["git show HEAD~2:pandas/core/indexes/base.py"],
+        [original],
+        instance_id=pandas_task["instance_id"],
+        patch=pandas_task["patch"],
+        base_commit="",
+    )
     assert one(row)[0] == "bug_patch"
 
 
 def test_swesmith_oneline_listing_only_is_an_attempt(pandas_task: dict[str, object]) -> None:
-    row = leak_run(["git log --oneline -5"], ["9f8e7d6 Remove F2P Tests\n7a6b5c4 Bug Patch\n0a1b2c3 Initial\n"],
-                   instance_id=pandas_task["instance_id"], patch=pandas_task["patch"], base_commit="")
+    row = leak_run(
+        ["git log --oneline -5"],
+        ["9f8e7d6 Remove F2P Tests\n7a6b5c4 Bug Patch\n0a1b2c3 Initial\n"],
+        instance_id=pandas_task["instance_id"],
+        patch=pandas_task["patch"],
+        base_commit="",
+    )
     reason, _, counters = one(row)
     assert reason is None
     assert counters == {"solution_leak_attempt/bug_patch": 1}
@@ -175,16 +272,36 @@ def test_swesmith_oneline_listing_only_is_an_attempt(pandas_task: dict[str, obje
 ATTEMPTS: list[tuple[str, list[str], list[str], str]] = [
     ("log_all_unrelated", ["git log --all --oneline | head"], ["5e6f7a8 Initial import\n"], "git_history"),
     ("reflog", ["git reflog"], ["0123456 HEAD@{0}: clone: from /src\n"], "git_history"),
-    ("show_sha_unrelated", ["git show 5e6f7a8"], ["commit 5e6f7a8\n\n    docs: typo\n\n-teh\n+the\n"],
-     "foreign_object"),
-    ("curl_404", ["curl -s https://raw.githubusercontent.com/acme/widget/main/x.py"], ["404: Not Found"],
-     "network_fetch"),
-    ("no_network", ["git fetch origin"], ["fatal: unable to access 'https://github.com/acme/widget/': "
-                                          "Could not resolve host: github.com\n"], "network_fetch"),
-    ("pip_download_failed", ["pip download widget"], ["ERROR: Could not find a version that satisfies\n"],
-     "package_fetch"),
-    ("site_packages_missing", ["cat /usr/lib/python3/site-packages/widget/core.py"],
-     ["cat: /usr/lib/python3/site-packages/widget/core.py: No such file or directory\n"], "site_packages"),
+    (
+        "show_sha_unrelated",
+        ["git show 5e6f7a8"],
+        ["commit 5e6f7a8\n\n    docs: typo\n\n-teh\n+the\n"],
+        "foreign_object",
+    ),
+    (
+        "curl_404",
+        ["curl -s https://raw.githubusercontent.com/acme/widget/main/x.py"],
+        ["404: Not Found"],
+        "network_fetch",
+    ),
+    (
+        "no_network",
+        ["git fetch origin"],
+        ["fatal: unable to access 'https://github.com/acme/widget/': Could not resolve host: github.com\n"],
+        "network_fetch",
+    ),
+    (
+        "pip_download_failed",
+        ["pip download widget"],
+        ["ERROR: Could not find a version that satisfies\n"],
+        "package_fetch",
+    ),
+    (
+        "site_packages_missing",
+        ["cat /usr/lib/python3/site-packages/widget/core.py"],
+        ["cat: /usr/lib/python3/site-packages/widget/core.py: No such file or directory\n"],
+        "site_packages",
+    ),
 ]
 
 
@@ -205,20 +322,38 @@ BENIGN: list[tuple[str, list[str], list[str]]] = [
     ("git_log_oneline5", ["cd /testbed && git log --oneline -5"], ["0123456 Initial\n"]),
     ("git_show_head", ["git show HEAD --stat"], ["commit 0123456\n\n    Initial\n\n src/a.py | 2 +-\n"]),
     ("git_show_base_sha", [f"git show {BASE[:10]}"], [SHOW_FIX]),
-    ("git_stash", ["git stash && python -m pytest -q && git stash pop"], ["Saved working directory\n1 passed\n"]),
+    (
+        "git_stash",
+        ["git stash && python -m pytest -q && git stash pop"],
+        ["Saved working directory\n1 passed\n"],
+    ),
     ("pip_install_editable", ["pip install -e ."], ["Successfully installed widget-2.1.0\n"]),
-    ("pip_install_dependency", ["pip install pytest==8.0 hypothesis"], ["Successfully installed pytest-8.0\n"]),
+    (
+        "pip_install_dependency",
+        ["pip install pytest==8.0 hypothesis"],
+        ["Successfully installed pytest-8.0\n"],
+    ),
     ("curl_localhost", ["curl -s http://localhost:8000/api/render"], ['{"width": 10}']),
-    ("site_packages_dependency", ["cat /usr/lib/python3/site-packages/numpy/core/numeric.py | head"],
-     ["def zeros_like(a):\n"]),
-    ("own_commit_then_show", ["git commit -am wip", "git show 5d4c3b2"],
-     ["[main 5d4c3b2] wip\n 1 file changed\n", SHOW_FIX]),
+    (
+        "site_packages_dependency",
+        ["cat /usr/lib/python3/site-packages/numpy/core/numeric.py | head"],
+        ["def zeros_like(a):\n"],
+    ),
+    (
+        "own_commit_then_show",
+        ["git commit -am wip", "git show 5d4c3b2"],
+        ["[main 5d4c3b2] wip\n 1 file changed\n", SHOW_FIX],
+    ),
     ("checkout_file", ["git checkout -- src/widget/core.py"], [""]),
     ("clone_local", ["git clone /testbed /tmp/copy"], ["Cloning into '/tmp/copy'...\ndone.\n"]),
-    ("heredoc_edit_mentions_git", [
-        "python3 - <<'EOF'\nfrom pathlib import Path\np = Path('README.md')\n"
-        "p.write_text(p.read_text().replace('old', 'run git log --all and curl https://github.com/x'))\nEOF"],
-     [""]),
+    (
+        "heredoc_edit_mentions_git",
+        [
+            "python3 - <<'EOF'\nfrom pathlib import Path\np = Path('README.md')\n"
+            "p.write_text(p.read_text().replace('old', 'run git log --all and curl https://github.com/x'))\nEOF"
+        ],
+        [""],
+    ),
     ("grep_for_pip", ["grep -rn 'pip download' docs/"], ["docs/install.rst:3:pip download widget\n"]),
 ]
 
@@ -231,12 +366,16 @@ def test_benign_lookalikes_are_kept_and_not_counted(cmds: list[str], outs: list[
 
 
 def test_batch_mixes_kept_and_dropped_in_order() -> None:
-    rows = [leak_run(["ls"], ["a\n"], source_uid="u0"),
-            leak_run(["git show a11f950"], [SHOW_FIX], source_uid="u1"),
-            leak_run(["git status"], ["clean\n"], source_uid="u2")]
+    rows = [
+        leak_run(["ls"], ["a\n"], source_uid="u0"),
+        leak_run(["git show a11f950"], [SHOW_FIX], source_uid="u1"),
+        leak_run(["git status"], ["clean\n"], source_uid="u2"),
+    ]
     out = run_solution(*rows)
     assert out.kept["source_uid"].to_list() == ["u0", "u2"]
-    assert out.dropped.select("source_uid", "stage", "reason").rows() == [("u1", "solution_leak", "foreign_object")]
+    assert out.dropped.select("source_uid", "stage", "reason").rows() == [
+        ("u1", "solution_leak", "foreign_object")
+    ]
     assert out.counters["solution_leak/foreign_object"] == 1
 
 
@@ -264,14 +403,21 @@ BENCH_STATEMENT = (
     "The tokenizer keeps comment tokens when strict mode is enabled, so parse_expression raises a confusing "
     "IndexError instead of ParserError. Steps to reproduce: call parse_expression with a string that only "
     "contains a comment and strict mode turned on, and observe the traceback pointing into the lexer module "
-    "rather than a clear error message about the empty token stream.")
+    "rather than a clear error message about the empty token stream."
+)
 
 
 def bench_table() -> pl.DataFrame:
-    return pl.DataFrame({
-        "benchmark": ["swebench_lite", "swebench_verified"], "instance_id": ["acme__parser-1234", "acme__parser-1234"],
-        "repo": ["acme/parser", "acme/parser"], "base_commit": ["f" * 40, "f" * 40],
-        "problem_statement": [BENCH_STATEMENT, BENCH_STATEMENT], "patch": [BENCH_PATCH, BENCH_PATCH]})
+    return pl.DataFrame(
+        {
+            "benchmark": ["swebench_lite", "swebench_verified"],
+            "instance_id": ["acme__parser-1234", "acme__parser-1234"],
+            "repo": ["acme/parser", "acme/parser"],
+            "base_commit": ["f" * 40, "f" * 40],
+            "problem_statement": [BENCH_STATEMENT, BENCH_STATEMENT],
+            "patch": [BENCH_PATCH, BENCH_PATCH],
+        }
+    )
 
 
 def bench_one(row: dict[str, object], table: pl.DataFrame | None = None) -> tuple[str | None, str]:
@@ -289,9 +435,11 @@ def test_gold_patch_in_a_diff_is_a_leak() -> None:
 
 
 def test_gold_patch_written_by_the_agent_is_a_leak() -> None:
-    edit = ("python3 - <<'EOF'\nnew = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
-            "    if strict_mode and not tokens:\n        raise ParserError(\"empty token stream after comment removal\")\n"
-            "    return normalise_tokens(tokens, keep_positions=True)'''\nEOF")
+    edit = (
+        "python3 - <<'EOF'\nnew = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+        '    if strict_mode and not tokens:\n        raise ParserError("empty token stream after comment removal")\n'
+        "    return normalise_tokens(tokens, keep_positions=True)'''\nEOF"
+    )
     assert bench_one(work_row([edit], [""]))[0] == "gold_patch"
 
 
@@ -314,16 +462,21 @@ def test_problem_statement_containment() -> None:
 
 
 def test_instance_id_token() -> None:
-    assert bench_one(work_row(["cat results.json"], ['{"acme__parser-1234": "resolved"}']))[0] == "instance_id"
+    assert (
+        bench_one(work_row(["cat results.json"], ['{"acme__parser-1234": "resolved"}']))[0] == "instance_id"
+    )
     # a longer number is a different token
     assert bench_one(work_row(["cat results.json"], ['{"acme__parser-12345": 1}'])) == (None, "")
 
 
 def test_own_instance_is_not_a_leak() -> None:
-    row = work_row(["git diff"], [BENCH_PATCH], instance_id="acme__parser-1234", problem_statement=BENCH_STATEMENT)
+    row = work_row(
+        ["git diff"], [BENCH_PATCH], instance_id="acme__parser-1234", problem_statement=BENCH_STATEMENT
+    )
     assert bench_one(row) == (None, "")
-    same_checkout = work_row(["git diff"], [BENCH_PATCH], instance_id="pool-77", repo="acme__parser",
-                             base_commit="f" * 40)
+    same_checkout = work_row(
+        ["git diff"], [BENCH_PATCH], instance_id="pool-77", repo="acme__parser", base_commit="f" * 40
+    )
     assert bench_one(same_checkout) == (None, "")
 
 
@@ -338,28 +491,40 @@ def real_benchmarks() -> pl.DataFrame:
     d = BENCH
     frames = []
     for name in ("swebench_lite", "swebench_verified"):
-        df = pl.read_ndjson(d / f"{name}.jsonl").select("instance_id", "repo", "base_commit", "problem_statement",
-                                                        "patch")
+        df = pl.read_ndjson(d / f"{name}.jsonl").select(
+            "instance_id", "repo", "base_commit", "problem_statement", "patch"
+        )
         frames.append(df.with_columns(pl.lit(name).alias("benchmark")))
     return pl.concat(frames, how="diagonal")
 
 
 def test_real_swebench_gold_patch_planted_in_unrelated_run(real_benchmarks: pl.DataFrame) -> None:
     inst = real_benchmarks.filter(pl.col("instance_id") == "django__django-11206").row(0, named=True)
-    row = work_row(["curl -s https://example.org/fix.diff"], [inst["patch"]],
-                   instance_id="acme__widget-1", repo="acme__widget")
+    row = work_row(
+        ["curl -s https://example.org/fix.diff"],
+        [inst["patch"]],
+        instance_id="acme__widget-1",
+        repo="acme__widget",
+    )
     out = BenchmarkLeak(ctx(real_benchmarks))(work_frame([row]))
     assert out.dropped.select("reason", "detail").rows() == [
-        ("gold_patch", "benchmark=swebench_verified instance=django__django-11206 score=1.00")]
+        ("gold_patch", "benchmark=swebench_verified instance=django__django-11206 score=1.00")
+    ]
 
 
 def test_real_swebench_instance_id_and_statement(real_benchmarks: pl.DataFrame) -> None:
     inst = real_benchmarks.filter(pl.col("instance_id") == "django__django-11099").row(0, named=True)
     stage = BenchmarkLeak(ctx(real_benchmarks))
     by_id = work_row(["ls /logs"], ["django__django-11099.json\n"], instance_id="acme__widget-1")
-    by_text = work_row(["ls"], [""], instance_id="acme__widget-2", problem_statement=inst["problem_statement"])
-    own = work_row(["ls"], ["django__django-11099\n"], instance_id="django__django-11099",
-                   problem_statement=inst["problem_statement"])
+    by_text = work_row(
+        ["ls"], [""], instance_id="acme__widget-2", problem_statement=inst["problem_statement"]
+    )
+    own = work_row(
+        ["ls"],
+        ["django__django-11099\n"],
+        instance_id="django__django-11099",
+        problem_statement=inst["problem_statement"],
+    )
     out = stage(work_frame([by_id, by_text, own]))
     assert out.dropped["reason"].to_list() == ["instance_id", "problem_statement"]
     assert out.kept.height == 1
@@ -376,59 +541,107 @@ def test_real_swebench_statements_do_not_flag_each_other(real_benchmarks: pl.Dat
 
 # ---- confirmation by the run's own final diff (no gold patch known: pool tasks, SWE-Lego) -----------------
 
-SRC = ("def collect_items(items, strict=False):\n    result = []\n    for pos, item in enumerate(items):\n"
-       "        if len(item) > 51:\n            result.append(item)\n        elif item in seen:\n            continue\n"
-       "    return result\n")
+SRC = (
+    "def collect_items(items, strict=False):\n    result = []\n    for pos, item in enumerate(items):\n"
+    "        if len(item) > 51:\n            result.append(item)\n        elif item in seen:\n            continue\n"
+    "    return result\n"
+)
 FIXED_SRC = SRC.replace("len(item) > 51", "len(item) >= 51")
-OWN = ("diff --git a/w/core.py b/w/core.py\nindex 1111111..2222222 100644\n--- a/w/core.py\n+++ b/w/core.py\n"
-       "@@ -2,6 +2,6 @@ def collect_items(items, strict=False):\n     result = []\n"
-       "     for pos, item in enumerate(items):\n-        if len(item) > 51:\n+        if len(item) >= 51:\n"
-       "             result.append(item)\n         elif item in seen:\n             continue\n")
-EDIT = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('/testbed/w/core.py')\ns = p.read_text()\n"
-        "old = '        if len(item) > 51:'\nnew = '        if len(item) >= 51:'\np.write_text(s.replace(old, new))\nPY")
-FIX_COMMIT = "commit 9f1e2d3c4b5a69788776655443322110ffeeddcc\nAuthor: dev <d@x>\n\n    Fix collect_items boundary\n\n"
+OWN = (
+    "diff --git a/w/core.py b/w/core.py\nindex 1111111..2222222 100644\n--- a/w/core.py\n+++ b/w/core.py\n"
+    "@@ -2,6 +2,6 @@ def collect_items(items, strict=False):\n     result = []\n"
+    "     for pos, item in enumerate(items):\n-        if len(item) > 51:\n+        if len(item) >= 51:\n"
+    "             result.append(item)\n         elif item in seen:\n             continue\n"
+)
+EDIT = (
+    "python3 - <<'PY'\nfrom pathlib import Path\np = Path('/testbed/w/core.py')\ns = p.read_text()\n"
+    "old = '        if len(item) > 51:'\nnew = '        if len(item) >= 51:'\np.write_text(s.replace(old, new))\nPY"
+)
+FIX_COMMIT = (
+    "commit 9f1e2d3c4b5a69788776655443322110ffeeddcc\nAuthor: dev <d@x>\n\n    Fix collect_items boundary\n\n"
+)
 
 
-def own_run(commands: list[str], outputs: list[str], rcs: list[int] | None = None,
-            submission: str = OWN) -> dict[str, object]:
+def own_run(
+    commands: list[str], outputs: list[str], rcs: list[int] | None = None, submission: str = OWN
+) -> dict[str, object]:
     """A pool task (no patch): the run edits one line, then submits ``submission``."""
-    row = work_row([*commands, EDIT, "git diff", SUBMIT], [*outputs, "", OWN, submission],
-                   instance_id="acme__w-77", repo="acme__w", patch="", base_commit="")
+    row = work_row(
+        [*commands, EDIT, "git diff", SUBMIT],
+        [*outputs, "", OWN, submission],
+        instance_id="acme__w-77",
+        repo="acme__w",
+        patch="",
+        base_commit="",
+    )
     if rcs is not None:
         row["returncodes"] = [*rcs, 0, 0, 0]
     return row
 
 
-@pytest.mark.parametrize(("cmds", "outs", "rcs", "kind"), [
-    (["git log --all -p -S collect_items -1"], [FIX_COMMIT + OWN], None, "git_history"),
-    (["git show 9f1e2d3c4b"], [FIX_COMMIT + OWN], None, "foreign_object"),
-    (["git show origin/fix:w/core.py | sed -n '1,8p'"], [FIXED_SRC], None, "foreign_object"),
-    (["curl -s https://raw.githubusercontent.com/acme/w/main/w/core.py | sed -n 1,8p"], [FIXED_SRC], None,
-     "network_fetch"),
-    (["diff -u /testbed/w/core.py /usr/lib/python3/site-packages/w/core.py"], [OWN.split("\n", 4)[4]], [1],
-     "site_packages"),
-    (["sed -n '1,8p' /usr/local/lib/python3.11/site-packages/w/core.py"], [FIXED_SRC], None, "site_packages"),
-], ids=["pickaxe_patch", "show_sha", "remote_branch_file", "curl_raw_range", "diff_installed_rc1", "sed_installed"])
-def test_one_line_own_fix_seen_before_written_is_confirmed(cmds: list[str], outs: list[str], rcs: list[int] | None,
-                                                           kind: str) -> None:
+@pytest.mark.parametrize(
+    ("cmds", "outs", "rcs", "kind"),
+    [
+        (["git log --all -p -S collect_items -1"], [FIX_COMMIT + OWN], None, "git_history"),
+        (["git show 9f1e2d3c4b"], [FIX_COMMIT + OWN], None, "foreign_object"),
+        (["git show origin/fix:w/core.py | sed -n '1,8p'"], [FIXED_SRC], None, "foreign_object"),
+        (
+            ["curl -s https://raw.githubusercontent.com/acme/w/main/w/core.py | sed -n 1,8p"],
+            [FIXED_SRC],
+            None,
+            "network_fetch",
+        ),
+        (
+            ["diff -u /testbed/w/core.py /usr/lib/python3/site-packages/w/core.py"],
+            [OWN.split("\n", 4)[4]],
+            [1],
+            "site_packages",
+        ),
+        (
+            ["sed -n '1,8p' /usr/local/lib/python3.11/site-packages/w/core.py"],
+            [FIXED_SRC],
+            None,
+            "site_packages",
+        ),
+    ],
+    ids=[
+        "pickaxe_patch",
+        "show_sha",
+        "remote_branch_file",
+        "curl_raw_range",
+        "diff_installed_rc1",
+        "sed_installed",
+    ],
+)
+def test_one_line_own_fix_seen_before_written_is_confirmed(
+    cmds: list[str], outs: list[str], rcs: list[int] | None, kind: str
+) -> None:
     reason, detail, _ = one(own_run(cmds, outs, rcs))
     assert (reason, detail.split()[0]) == (kind, "turn=0")
 
 
 def test_own_fix_from_last_git_diff_when_the_submission_has_none() -> None:
     """OpenHands' finish prints no diff: the run's last plain `git diff` stands for its final diff."""
-    row = own_run(["git log --all -p -S collect_items -1"], [FIX_COMMIT + OWN],
-                  submission="COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n")
+    row = own_run(
+        ["git log --all -p -S collect_items -1"],
+        [FIX_COMMIT + OWN],
+        submission="COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n",
+    )
     assert one(row)[0] == "git_history"
 
 
-@pytest.mark.parametrize(("cmds", "outs"), [
-    # the unfixed code in a foreign object: the post-image window is absent
-    (["git show 9f1e2d3c4b:w/core.py"], [SRC]),
-    # the fixed line alone, without its context (a grep over other files)
-    (["git log --all --oneline", "git show 9f1e2d3c4b -- other.py"],
-     ["9f1e2d3 other\n", "+        if len(item) >= 51:\n+        x = 1\n"]),
-])
+@pytest.mark.parametrize(
+    ("cmds", "outs"),
+    [
+        # the unfixed code in a foreign object: the post-image window is absent
+        (["git show 9f1e2d3c4b:w/core.py"], [SRC]),
+        # the fixed line alone, without its context (a grep over other files)
+        (
+            ["git log --all --oneline", "git show 9f1e2d3c4b -- other.py"],
+            ["9f1e2d3 other\n", "+        if len(item) >= 51:\n+        x = 1\n"],
+        ),
+    ],
+)
 def test_own_fix_not_shown_is_only_an_attempt(cmds: list[str], outs: list[str]) -> None:
     reason, _, counters = one(own_run(cmds, outs))
     assert reason is None and counters
@@ -436,7 +649,9 @@ def test_own_fix_not_shown_is_only_an_attempt(cmds: list[str], outs: list[str]) 
 
 def test_own_fix_seen_after_the_run_wrote_it_is_not_a_leak() -> None:
     """`git diff HEAD~1` after the run's own edit shows the run's own work, not an oracle."""
-    row = work_row([EDIT, "git diff HEAD~1", SUBMIT], ["", OWN, OWN], instance_id="acme__w-77", repo="acme__w")
+    row = work_row(
+        [EDIT, "git diff HEAD~1", SUBMIT], ["", OWN, OWN], instance_id="acme__w-77", repo="acme__w"
+    )
     reason, _, counters = one(row)
     assert reason is None and counters == {"solution_leak_attempt/foreign_object": 1}
 
@@ -444,8 +659,10 @@ def test_own_fix_seen_after_the_run_wrote_it_is_not_a_leak() -> None:
 def test_remote_set_url_with_a_token_is_not_a_fetch() -> None:
     """Setting a push URL and listing remotes transfers nothing (a secret-planting look-alike)."""
     cmd = "git remote set-url origin https://x-access-token:ghp_x@github.com/acme/tools.git && git remote -v"
-    out = ("origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (fetch)\n"
-           "origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (push)\n")
+    out = (
+        "origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (fetch)\n"
+        "origin\thttps://x-access-token:ghp_x@github.com/acme/tools.git (push)\n"
+    )
     assert one(leak_run([cmd], [out])) == (None, "", {})
 
 
@@ -470,9 +687,16 @@ ONE_LINE = """diff --git a/lib/enums.py b/lib/enums.py
 
 
 def one_line_table() -> pl.DataFrame:
-    return pl.DataFrame({"benchmark": ["swebench_verified"], "instance_id": ["acme__enums-12304"],
-                         "repo": ["acme/enums"], "base_commit": ["e" * 40], "problem_statement": [BENCH_STATEMENT],
-                         "patch": [ONE_LINE]})
+    return pl.DataFrame(
+        {
+            "benchmark": ["swebench_verified"],
+            "instance_id": ["acme__enums-12304"],
+            "repo": ["acme/enums"],
+            "base_commit": ["e" * 40],
+            "problem_statement": [BENCH_STATEMENT],
+            "patch": [ONE_LINE],
+        }
+    )
 
 
 def test_one_line_gold_patch_printed_whole_is_a_leak() -> None:
@@ -482,13 +706,16 @@ def test_one_line_gold_patch_printed_whole_is_a_leak() -> None:
 
 def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
     """The same one-liner in another project's own diff is a coincidence, not the benchmark's patch."""
-    own = ("diff --git a/src/other.py b/src/other.py\n@@ -1,2 +1,3 @@\n class X:\n"
-           "+        cls.do_not_call_in_templates = True\n")
+    own = (
+        "diff --git a/src/other.py b/src/other.py\n@@ -1,2 +1,3 @@\n class X:\n"
+        "+        cls.do_not_call_in_templates = True\n"
+    )
     assert bench_one(work_row(["git diff"], [own]), one_line_table()) == (None, "")
 
 
 # ----------------------------------------------------------------------------------------------
 # Speed-ups must not change what is matched (issue 8)
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="abgitXZ09_./=:,+@%~- ", max_size=24))
@@ -516,8 +743,9 @@ def test_quoted_git_still_reaches_the_rules() -> None:
 @given(st.lists(st.tuples(*(st.text(alphabet="ab Ab\n_1.+-x", max_size=40),) * 3), min_size=1, max_size=4))
 def test_batch_lines_token_stream_equals_tokenising_whole_text(runs: list[tuple[str, str, str]]) -> None:
     """Tokens gathered from distinct lines are the tokens of each run's whole text, in order."""
-    texts = pl.DataFrame({"task": [r[0] for r in runs], "actions": [r[1] for r in runs],
-                          "outputs": [r[2] for r in runs]})
+    texts = pl.DataFrame(
+        {"task": [r[0] for r in runs], "actions": [r[1] for r in runs], "outputs": [r[2] for r in runs]}
+    )
     lines = BatchLines.of(texts)
     everything = texts.select(pl.concat_str(["task", "actions", "outputs"], separator="\n")).to_series()
     want_h, counts = token_hashes(everything)
@@ -533,8 +761,15 @@ def test_batch_lines_token_stream_equals_tokenising_whole_text(runs: list[tuple[
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.text(alphabet="aZ_9 .-\n\u212a\u0130\u00e9K", max_size=30),
-                          st.text(max_size=12)), max_size=8), st.integers(0, 2))
+@given(
+    st.lists(
+        st.one_of(
+            st.none(), st.text(alphabet="aZ_9 .-\n\u212a\u0130\u00e9K", max_size=30), st.text(max_size=12)
+        ),
+        max_size=8,
+    ),
+    st.integers(0, 2),
+)
 def test_byte_tokeniser_equals_the_regex_tokeniser(texts: list[str | None], skip: int) -> None:
     """The numpy tokeniser gives the regex's tokens, in order, for any text: ASCII, non-ASCII whose
     lowercase is ASCII (Kelvin sign -> k, dotted I -> i), nulls, and a sliced (offset) series."""
@@ -553,33 +788,41 @@ def test_byte_tokeniser_lowercases_like_unicode() -> None:
 
 # ---- gold patches of fixes already merged in the run's checkout (real runs, bench/results/leaks.md) --------
 
-MERGED_SRC = ("def strip_comments(tokens, strict_mode):\n"
-              "    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
-              "    if strict_mode and not tokens:\n"
-              "        raise ParserError(\"empty token stream after comment removal\")\n"
-              "    return normalise_tokens(tokens, keep_positions=True)\n")
+MERGED_SRC = (
+    "def strip_comments(tokens, strict_mode):\n"
+    "    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+    "    if strict_mode and not tokens:\n"
+    '        raise ParserError("empty token stream after comment removal")\n'
+    "    return normalise_tokens(tokens, keep_positions=True)\n"
+)
 
 
 def test_gold_lines_the_checkout_printed_first_and_the_agent_quoted_are_not_a_leak() -> None:
     """A later checkout holds an earlier instance's fix; the agent cats the file, then edits around it."""
-    edit = ("python3 - <<'EOF'\nold = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
-            "    if strict_mode and not tokens:\n        raise ParserError(\"empty token stream after comment removal\")\n"
-            "    return normalise_tokens(tokens, keep_positions=True)'''\nnew = old + '\\n    # done'\nEOF")
+    edit = (
+        "python3 - <<'EOF'\nold = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+        '    if strict_mode and not tokens:\n        raise ParserError("empty token stream after comment removal")\n'
+        "    return normalise_tokens(tokens, keep_positions=True)'''\nnew = old + '\\n    # done'\nEOF"
+    )
     row = work_row(["cat lib/parser.py", edit, "git diff"], [MERGED_SRC, "", "+    # done\n"])
     assert bench_one(row) == (None, "")
 
 
 def test_gold_lines_typed_before_any_print_still_leak() -> None:
     """The same lines typed by the agent before its checkout printed them: the gold patch, verbatim."""
-    edit = ("python3 - <<'EOF'\nnew = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
-            "    if strict_mode and not tokens:\n        raise ParserError(\"empty token stream after comment removal\")\n"
-            "    return normalise_tokens(tokens, keep_positions=True)'''\nEOF")
+    edit = (
+        "python3 - <<'EOF'\nnew = '''    tokens = [t for t in tokens if t.kind != TokenKind.COMMENT]\n"
+        '    if strict_mode and not tokens:\n        raise ParserError("empty token stream after comment removal")\n'
+        "    return normalise_tokens(tokens, keep_positions=True)'''\nEOF"
+    )
     row = work_row([edit, "cat lib/parser.py"], ["", MERGED_SRC])
     assert bench_one(row)[0] == "gold_patch"
 
 
 def test_one_line_gold_patch_in_a_backup_file_of_the_own_diff_is_not_a_leak() -> None:
     """`cp enums.py enums.py.orig` ends up in the run's own diff: its + lines are the checkout's code."""
-    own = ("diff --git a/lib/enums.py.orig b/lib/enums.py.orig\nnew file mode 100644\n--- /dev/null\n"
-           "+++ b/lib/enums.py.orig\n@@ -0,0 +1,2 @@\n+class X:\n+        cls.do_not_call_in_templates = True\n")
+    own = (
+        "diff --git a/lib/enums.py.orig b/lib/enums.py.orig\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/lib/enums.py.orig\n@@ -0,0 +1,2 @@\n+class X:\n+        cls.do_not_call_in_templates = True\n"
+    )
     assert bench_one(work_row(["vim lib/enums.py", "git diff"], ["", own]), one_line_table()) == (None, "")

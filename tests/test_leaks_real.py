@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.orchestration.process import run_steps
 from pipeline.parsers.files import iter_trajectory_file
-from pipeline.process import run_steps
 from pipeline.stages import STEPS
 from pipeline.stages.leaks import SolutionLeak
 from tests.builders import ctx
@@ -21,8 +21,11 @@ RUN_SUFFIXES = (".traj", ".json", ".jsonl")
 
 
 def run_files(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir()
-                  if p.is_file() and p.name.endswith(RUN_SUFFIXES) and p.name != "EXPECTATIONS.json")
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_file() and p.name.endswith(RUN_SUFFIXES) and p.name != "EXPECTATIONS.json"
+    )
 
 
 def solution_leak(path: Path) -> list[tuple[str, list[str]]]:
@@ -34,8 +37,12 @@ def solution_leak(path: Path) -> list[tuple[str, list[str]]]:
     for i in range(batch.height):
         res = stage(batch[i : i + 1])
         outcome = f"solution_leak/{res.dropped['reason'][0]}" if res.dropped.height else "kept"
-        out.append((outcome, sorted(k.split("/", 1)[1] for k in res.counters
-                                    if k.startswith("solution_leak_attempt/"))))
+        out.append(
+            (
+                outcome,
+                sorted(k.split("/", 1)[1] for k in res.counters if k.startswith("solution_leak_attempt/")),
+            )
+        )
     return out
 
 

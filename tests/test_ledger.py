@@ -7,22 +7,28 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline.ledger import InvariantError, Stats, check_invariant, compute_stats
-from pipeline.state import decode_ingested, encode_ingested
+from pipeline.core.ledger import InvariantError, Stats, check_invariant, compute_stats
+from pipeline.core.state import decode_ingested, encode_ingested
 from schemas.run import DROPS, empty
 
 
 def published(rows: list[tuple[str, str, int | None]]) -> pl.DataFrame:
-    return pl.DataFrame({"source_uid": [r[0] for r in rows], "dataset": [r[1] for r in rows],
-                         "epoch": [r[2] for r in rows]}, schema={"source_uid": pl.Utf8, "dataset": pl.Utf8,
-                                                                 "epoch": pl.Int32})
+    return pl.DataFrame(
+        {"source_uid": [r[0] for r in rows], "dataset": [r[1] for r in rows], "epoch": [r[2] for r in rows]},
+        schema={"source_uid": pl.Utf8, "dataset": pl.Utf8, "epoch": pl.Int32},
+    )
 
 
 def drops(rows: list[tuple[str, int | None, str, str, str]]) -> pl.DataFrame:
     if not rows:
         return empty(DROPS)
-    return pl.DataFrame([{"source_uid": u, "epoch": e, "dataset": d, "stage": s, "reason": r, "detail": ""}
-                         for u, e, d, s, r in rows], schema=empty(DROPS).schema)
+    return pl.DataFrame(
+        [
+            {"source_uid": u, "epoch": e, "dataset": d, "stage": s, "reason": r, "detail": ""}
+            for u, e, d, s, r in rows
+        ],
+        schema=empty(DROPS).schema,
+    )
 
 
 def stats_for(ingested: dict[tuple[str, str], int], pub: pl.DataFrame, drp: pl.DataFrame) -> Stats:

@@ -8,7 +8,7 @@ from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import DedupParams
+from pipeline.core.config import DedupParams
 from pipeline.dedup import keys, minhash
 from pipeline.dedup.keys import (
     TOKEN_PATTERN,
@@ -56,8 +56,9 @@ _REPEATING = st.sampled_from([0, 1, 2, 3, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0x
     threads=st.sampled_from([1, 2]),
 )
 @settings(max_examples=80, deadline=None)
-def test_signatures_bit_identical_when_documents_repeat_values(docs: list[list[int]], seed: int, chunk: int,
-                                                                threads: int) -> None:
+def test_signatures_bit_identical_when_documents_repeat_values(
+    docs: list[list[int]], seed: int, chunk: int, threads: int
+) -> None:
     flat = np.array([h for d in docs for h in d], dtype=np.uint32)
     offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
     saved = minhash._CHUNK
@@ -77,24 +78,59 @@ def test_signatures_bit_identical_on_large_random_batch_with_threads() -> None:
     flat = rng.integers(0, 2**32, offsets[-1], dtype=np.uint64).astype(np.uint32)
     ours = signatures(flat, offsets, 128, 1, threads=2)
     for i in range(0, 300, 7):
-        assert ours[i].tolist() == datasketch_signature(flat[offsets[i]:offsets[i + 1]], 128, 1).tolist()
+        assert ours[i].tolist() == datasketch_signature(flat[offsets[i] : offsets[i + 1]], 128, 1).tolist()
     assert np.all(ours[lens == 0] == MAX_HASH)
 
 
 def test_normalised_action_stream_masks_roots_ids_numbers_and_temp_names() -> None:
-    cmds = pl.DataFrame({"c": [[
-        "cd /testbed && sed -n '120,180p' /testbed/src/app.py",
-        "git show 3f2a9c1d7e && cat /tmp/tmpk2j4x9/out.log",
-        "rm -rf tmpa8f3kz_build",
-    ]]})
+    cmds = pl.DataFrame(
+        {
+            "c": [
+                [
+                    "cd /testbed && sed -n '120,180p' /testbed/src/app.py",
+                    "git show 3f2a9c1d7e && cat /tmp/tmpk2j4x9/out.log",
+                    "rm -rf tmpa8f3kz_build",
+                ]
+            ]
+        }
+    )
     out = cmds.select(action_stream(pl.col("c"))).item()
     assert "/testbed" not in out and "src/app.py" in out
     assert "3f2a9c1d7e" not in out and "120" not in out and "tmpk2j4x9" not in out and "tmpa8f3kz" not in out
     assert out.count("NUM") == 3 and out.count("TMP") == 2
 
 
-_PIECES = ["a", "f", "F", "g", "Z", "_", "0", "7", "12", "3f2a", "beef", "cafe1", " ", "\n", "-", "/", ".",
-           "'", "é", "中文", "—", "“", "NUM", "tmp", "tmpab12x", "/tmp/x1", "/testbed", "0x1F", "x_1a2b"]
+_PIECES = [
+    "a",
+    "f",
+    "F",
+    "g",
+    "Z",
+    "_",
+    "0",
+    "7",
+    "12",
+    "3f2a",
+    "beef",
+    "cafe1",
+    " ",
+    "\n",
+    "-",
+    "/",
+    ".",
+    "'",
+    "é",
+    "中文",
+    "—",
+    "“",
+    "NUM",
+    "tmp",
+    "tmpab12x",
+    "/tmp/x1",
+    "/testbed",
+    "0x1F",
+    "x_1a2b",
+]
 
 
 def reference_token_hashes(commands: list[list[str]]) -> list[list[int]]:
@@ -105,15 +141,23 @@ def reference_token_hashes(commands: list[list[str]]) -> list[list[int]]:
 
 
 @given(
-    commands=st.lists(st.lists(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join), max_size=4),
-                      min_size=1, max_size=12),
+    commands=st.lists(
+        st.lists(st.lists(st.sampled_from(_PIECES), max_size=25).map("".join), max_size=4),
+        min_size=1,
+        max_size=12,
+    ),
     unit=st.sampled_from([1, 16, 1 << 19]),
     threads=st.sampled_from([1, 2]),
 )
 @settings(max_examples=150, deadline=None)
-def test_byte_tokeniser_equals_the_regex_reference(commands: list[list[str]], unit: int, threads: int) -> None:
-    pre = pl.DataFrame({"c": commands}, schema={"c": pl.List(pl.Utf8)}).select(
-        keys._premask(pl.col("c"))).to_series()
+def test_byte_tokeniser_equals_the_regex_reference(
+    commands: list[list[str]], unit: int, threads: int
+) -> None:
+    pre = (
+        pl.DataFrame({"c": commands}, schema={"c": pl.List(pl.Utf8)})
+        .select(keys._premask(pl.col("c")))
+        .to_series()
+    )
     saved = keys._BYTE_CHUNK
     keys._BYTE_CHUNK = unit  # tiny units: many work units dealt to both threads
     try:
@@ -121,28 +165,35 @@ def test_byte_tokeniser_equals_the_regex_reference(commands: list[list[str]], un
     finally:
         keys._BYTE_CHUNK = saved
     off = np.concatenate([[0], np.cumsum(counts)])
-    got = [flat[off[i]:off[i + 1]].tolist() for i in range(len(commands))]
+    got = [flat[off[i] : off[i + 1]].tolist() for i in range(len(commands))]
     assert got == reference_token_hashes(commands)
 
 
 def test_byte_tokeniser_masks_numbers_and_hex_words_like_the_regex() -> None:
-    pre = pl.DataFrame({"c": [["sed -n '120,180p' a.py && git show 3f2a9c1d pkg12 cafe é12"]]}).select(
-        keys._premask(pl.col("c"))).to_series()
+    pre = (
+        pl.DataFrame({"c": [["sed -n '120,180p' a.py && git show 3f2a9c1d pkg12 cafe é12"]]})
+        .select(keys._premask(pl.col("c")))
+        .to_series()
+    )
     flat, counts = token_hashes_flat(pre)
     words = ["sed", "n", "NUM", "NUM", "p", "a", "py", "git", "show", "NUM", "pkg", "NUM", "cafe", "é", "NUM"]
     assert flat.tolist() == [token_hash(w.encode()) for w in words] and counts.tolist() == [len(words)]
 
 
 def test_fused_signatures_equal_datasketch_over_the_shingle_hashes() -> None:
-    cmds = [["grep -rn 'def parse' src/ | head -20", "sed -n '1,80p' /testbed/src/a.py"] * 3, [], ["ls"],
-            [f"python -m pytest tests/test_{i}.py -x -q -k case_{i % 3}" for i in range(40)]]
+    cmds = [
+        ["grep -rn 'def parse' src/ | head -20", "sed -n '1,80p' /testbed/src/a.py"] * 3,
+        [],
+        ["ls"],
+        [f"python -m pytest tests/test_{i}.py -x -q -k case_{i % 3}" for i in range(40)],
+    ]
     pre = pl.DataFrame({"c": cmds}).select(keys._premask(pl.col("c"))).to_series()
     params = DedupParams()
     fused = minhash_signatures(pre, params)
     hashes, offsets = shingle_hashes(pre, params.shingle)
     assert np.array_equal(fused, signatures(hashes, offsets, params.num_perm, params.seed))
     for i in range(len(cmds)):
-        doc = hashes[offsets[i]:offsets[i + 1]]
+        doc = hashes[offsets[i] : offsets[i + 1]]
         assert fused[i].tolist() == datasketch_signature(doc, params.num_perm, params.seed).tolist()
     assert np.all(fused[1] == MAX_HASH)  # no command, no shingle: the empty signature
     # the number mask is idempotent: fully normalised text (what the bench feeds) hashes the same
@@ -183,10 +234,13 @@ def test_exact_hash_ignores_system_prompt_and_keys_without_commands_use_bash_fen
     keyed = add_dedup_keys(frame, DedupParams())
     h = keyed["exact_hash"].to_list()
     assert h[0] == h[1] != h[2] and len(h[0]) == 64
-    with_cmds = add_dedup_keys(frame.head(1).with_columns(pl.Series("commands", [["ls -la /testbed/src"]])),
-                               DedupParams())
+    with_cmds = add_dedup_keys(
+        frame.head(1).with_columns(pl.Series("commands", [["ls -la /testbed/src"]])), DedupParams()
+    )
     assert keyed["minhash"][0].to_list() == with_cmds["minhash"][0].to_list()
-    assert keyed.schema["minhash"] == pl.List(pl.UInt32) and keyed["minhash"].list.len().to_list() == [128] * 3
+    assert (
+        keyed.schema["minhash"] == pl.List(pl.UInt32) and keyed["minhash"].list.len().to_list() == [128] * 3
+    )
 
 
 def test_lsh_pairs_verification_and_union_find() -> None:
@@ -204,6 +258,7 @@ def test_lsh_pairs_verification_and_union_find() -> None:
     assert pairs.tolist() == [[0, 1], [0, 2], [1, 2]]
     kept, est = verify(sig, pairs, 0.8)
     assert kept.tolist() == [[0, 1]] and est[0] == 118 / 128
-    assert candidate_pairs(sig, 16, 8, probe=np.array([False, False, True, False, False, False])).tolist() == [
-        [0, 2], [1, 2]]
+    assert candidate_pairs(
+        sig, 16, 8, probe=np.array([False, False, True, False, False, False])
+    ).tolist() == [[0, 2], [1, 2]]
     assert union_find(5, np.array([[3, 4], [1, 3], [0, 2]])).tolist() == [0, 1, 0, 1, 1]

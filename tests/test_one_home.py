@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.hashing import fmix32, fmix64
+from pipeline.dedup.hashing import fmix32, fmix64
 from schemas import miniswe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,8 +16,11 @@ SOURCES = [p for p in (ROOT / "pipeline").rglob("*.py")]
 
 
 def _spelled_outside(pattern: str, home: set[str]) -> list[str]:
-    return sorted(str(p.relative_to(ROOT)) for p in SOURCES
-                  if p.name not in home and not _synthetic(p) and re.search(pattern, p.read_text(encoding="utf-8")))
+    return sorted(
+        str(p.relative_to(ROOT))
+        for p in SOURCES
+        if p.name not in home and not _synthetic(p) and re.search(pattern, p.read_text(encoding="utf-8"))
+    )
 
 
 def _synthetic(path: Path) -> bool:
@@ -29,11 +32,16 @@ def test_the_format_constants_are_mini_swe_agents() -> None:
     mini = pytest.importorskip("minisweagent.agents.default")
     assert mini.AgentConfig.__dataclass_fields__["action_regex"].default == miniswe.ACTION_REGEX
     assert miniswe.ACTION_RE.findall("```bash\nls\n```") == ["ls"]
-    assert miniswe.SUBMIT_COMMAND == "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+    assert (
+        miniswe.SUBMIT_COMMAND
+        == "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+    )
 
 
 def test_the_format_constants_are_spelled_only_in_schemas() -> None:
-    assert _spelled_outside(r'"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|"MINI_SWE_AGENT_FINAL_OUTPUT', set()) == []
+    assert (
+        _spelled_outside(r'"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|"MINI_SWE_AGENT_FINAL_OUTPUT', set()) == []
+    )
     assert _spelled_outside(r"r\"```bash\\s\*", set()) == []
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.episode import Bash, Episode, Quarantined, RawRun, ToolCall
+from pipeline.core.episode import Bash, Episode, Quarantined, RawRun, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
 from tests.conftest import REAL, SAMPLE_FILES
@@ -59,18 +59,24 @@ def test_detected_formats(samples: Path) -> None:
     }
     for name, (origin, kind) in expected.items():
         got = runs(samples, name)
-        assert all(isinstance(r, RawRun) and r.origin == origin and r.kind == kind and r.epoch is None
-                   for r in got), name
+        assert all(
+            isinstance(r, RawRun) and r.origin == origin and r.kind == kind and r.epoch is None for r in got
+        ), name
     assert [r.source_uid for r in runs(samples, "swesmith-ft-xml-example.jsonl")] == [
-        "swesmith-ft-xml-example.jsonl#L1", "swesmith-ft-xml-example.jsonl#L2", "swesmith-ft-xml-example.jsonl#L3"]
+        "swesmith-ft-xml-example.jsonl#L1",
+        "swesmith-ft-xml-example.jsonl#L2",
+        "swesmith-ft-xml-example.jsonl#L3",
+    ]
     assert runs(samples, "openhands-events-basic.json")[0].source_uid == "openhands-events-basic.json#row=0"
     assert detect_format({"instance_id": "x", "patch": "", "FAIL_TO_PASS": []}) is None
 
 
 # --------------------------------------------------------------------------- mini-swe-agent
 
-@pytest.mark.parametrize("name", ["mini-swe-agent-v1-github-issue.traj.json",
-                                  "mini-swe-agent-v2-github-issue.traj.json"])
+
+@pytest.mark.parametrize(
+    "name", ["mini-swe-agent-v1-github-issue.traj.json", "mini-swe-agent-v2-github-issue.traj.json"]
+)
 def test_mini_swe_v1_and_v2_turn_by_turn(samples: Path, name: str) -> None:
     ep = episode(samples, name)
     assert ep.meta.dialect == "bash" and ep.meta.harness == "mini-swe-agent"
@@ -78,16 +84,24 @@ def test_mini_swe_v1_and_v2_turn_by_turn(samples: Path, name: str) -> None:
     assert ep.task.problem_statement.endswith("SyntaxError: invalid syntax\r\n```")
     assert len(ep.steps) == 10
     s0, s1, s3 = ep.steps[0], ep.steps[1], ep.steps[3]
-    assert s0.thought == ("I'll help you solve this issue. Let me first examine the content of the file "
-                          "that's causing the syntax error.")
-    assert s0.call == Bash("cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py")
-    assert s0.observation == ("cat: /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./"
-                              "missing_colon.py: No such file or directory\n")
+    assert s0.thought == (
+        "I'll help you solve this issue. Let me first examine the content of the file "
+        "that's causing the syntax error."
+    )
+    assert s0.call == Bash(
+        "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py"
+    )
+    assert s0.observation == (
+        "cat: /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./"
+        "missing_colon.py: No such file or directory\n"
+    )
     assert s0.returncode == 1
     assert s1.call == Bash("ls -la") and s1.returncode == 0 and s1.observation.startswith("total 44\n")
     assert s3.call == Bash("cat tests/missing_colon.py")
-    assert s3.observation == ('#!/usr/bin/env python3\n\n\ndef division(a: float, b: float) -> float\n'
-                              '    return a/b\n\n\nif __name__ == "__main__":\n    print(division(123, 15))\n\n')
+    assert s3.observation == (
+        "#!/usr/bin/env python3\n\n\ndef division(a: float, b: float) -> float\n"
+        '    return a/b\n\n\nif __name__ == "__main__":\n    print(division(123, 15))\n\n'
+    )
     last = ep.steps[-1]
     marker = "MINI_SWE_AGENT_FINAL_OUTPUT" if "v1" in name else "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
     assert last.call == Bash(f"echo {marker} && git add -A && git diff --cached")
@@ -97,11 +111,14 @@ def test_mini_swe_v1_and_v2_turn_by_turn(samples: Path, name: str) -> None:
 
 # --------------------------------------------------------------------------- SWE-agent
 
+
 def test_sweagent_0x_text_actions(samples: Path) -> None:
     ep = episode(samples, "sweagent-0x-gpt4-pydicom-1458.traj")
     assert ep.meta.dialect == "sweagent_text" and ep.meta.harness == "swe-agent"
     assert ep.meta.repo_root == "/pydicom__pydicom"
-    assert ep.task.problem_statement.startswith("Pixel Representation attribute should be optional for pixel data handler\n")
+    assert ep.task.problem_statement.startswith(
+        "Pixel Representation attribute should be optional for pixel data handler\n"
+    )
     assert len(ep.steps) == 12
     s0, s1, s2 = ep.steps[:3]
     assert s0.thought.startswith("First, I'll create a new Python script to reproduce the bug")
@@ -112,9 +129,13 @@ def test_sweagent_0x_text_actions(samples: Path) -> None:
     body = s1.call.args["body"]
     assert body.startswith("import numpy as np\nfrom pydicom.dataset import Dataset, FileMetaDataset\n")
     assert "end_of_edit" not in body and not body.endswith("\n")
-    assert s1.observation.startswith("[File: /pydicom__pydicom/reproduce_bug.py (18 lines total)]\n1:import numpy as np")
+    assert s1.observation.startswith(
+        "[File: /pydicom__pydicom/reproduce_bug.py (18 lines total)]\n1:import numpy as np"
+    )
     assert s2.call == Bash("python reproduce_bug.py")
-    assert s2.observation.startswith('Traceback (most recent call last):\n  File "/pydicom__pydicom/reproduce_bug.py"')
+    assert s2.observation.startswith(
+        'Traceback (most recent call last):\n  File "/pydicom__pydicom/reproduce_bug.py"'
+    )
     assert ep.steps[-1].call == ToolCall("submit", {"args": "", "body": ""})
 
 
@@ -126,10 +147,17 @@ def test_sweagent_windowed_text_actions_in_command_tags(samples: Path) -> None:
     assert ep.meta.model == "gpt-4o"
     assert ep.task.problem_statement.startswith("TimeDelta serialization precision\nHi there!")
     assert ep.steps[1].thought == "Now let's paste in the example code from the issue."
-    assert ep.steps[1].call == ToolCall("edit", {"args": "1:1", "body": (
-        'from marshmallow.fields import TimeDelta\nfrom datetime import timedelta\n\n'
-        'td_field = TimeDelta(precision="milliseconds")\n\nobj = dict()\n'
-        'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))')})
+    assert ep.steps[1].call == ToolCall(
+        "edit",
+        {
+            "args": "1:1",
+            "body": (
+                "from marshmallow.fields import TimeDelta\nfrom datetime import timedelta\n\n"
+                'td_field = TimeDelta(precision="milliseconds")\n\nobj = dict()\n'
+                'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))'
+            ),
+        },
+    )
     assert ep.steps[2].call == Bash("python reproduce.py") and ep.steps[2].observation == "344\n"
     assert ep.steps[3].call == Bash("ls -F")
     assert ep.steps[-1].call == ToolCall("submit", {"args": "", "body": ""})
@@ -142,18 +170,28 @@ def test_sweagent_function_calling_history(samples: Path) -> None:
     assert calls == [
         ToolCall("find_file", {"file_name": "missing_colon.py"}, "call_PbWErNIge3YTrli3fiVvmIid"),
         ToolCall("open", {"path": "tests/missing_colon.py"}, "call_upNLxh7rBcDH9w5XiNdoAS0I"),
-        ToolCall("edit", {"search": "def division(a: float, b: float) -> float",
-                          "replace": "def division(a: float, b: float) -> float:"}, "call_hIiDKXAXZl4qMHV6RRXvil4u"),
+        ToolCall(
+            "edit",
+            {
+                "search": "def division(a: float, b: float) -> float",
+                "replace": "def division(a: float, b: float) -> float:",
+            },
+            "call_hIiDKXAXZl4qMHV6RRXvil4u",
+        ),
         ToolCall("bash", {"command": "python tests/missing_colon.py"}, "call_5O339epJ3rKjEal3Kuvpj9bM"),
         ToolCall("submit", {}, "call_6zuFhIfpOAi1jAiD2QHMmh6S"),
     ]
     # the window footer "(Open file: …)(Current directory: …)bash-$" is SWE-agent's, not output
     # and SWE-agent 1.x stripped the final newline the tool and the script printed: put back
-    assert ep.steps[0].observation == ('Found 1 matches for "missing_colon.py" in /SWE-agent__test-repo:\n'
-                                       "/SWE-agent__test-repo/tests/missing_colon.py\n")
+    assert ep.steps[0].observation == (
+        'Found 1 matches for "missing_colon.py" in /SWE-agent__test-repo:\n'
+        "/SWE-agent__test-repo/tests/missing_colon.py\n"
+    )
     assert ep.steps[3].observation == "8.2\n"
     assert ep.counters["parse/sweagent_newline_restored"] == 4
-    assert ep.steps[0].thought.startswith("The `SyntaxError` in `missing_colon.py` is likely due to a missing colon")
+    assert ep.steps[0].thought.startswith(
+        "The `SyntaxError` in `missing_colon.py` is likely due to a missing colon"
+    )
 
 
 def test_sweagent_1x_swesmith_run(samples: Path) -> None:
@@ -164,11 +202,20 @@ def test_sweagent_1x_swesmith_run(samples: Path) -> None:
     assert ep.meta.model == "claude-3-7-sonnet-20250219" and ep.meta.repo_root == "/testbed"
     assert ep.task.problem_statement.startswith("BUG: to_sql fails with arrow date column\n")
     s0, s1 = ep.steps[:2]
-    assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" '
-                                                   '| grep -E "sql|arrow" | sort'}, "toolu_01Crr48ue2quNQaMjWM77nUH")
+    assert s0.call == ToolCall(
+        "bash",
+        {
+            "command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" '
+            '| grep -E "sql|arrow" | sort'
+        },
+        "toolu_01Crr48ue2quNQaMjWM77nUH",
+    )
     assert s0.observation.startswith("/testbed/asv_bench/benchmarks/io/sql.py\n")  # OBSERVATION: prefix gone
-    assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pandas/io/sql.py"},
-                               "toolu_01Xq8TJG1DyGFqpkt8RBRSTw")
+    assert s1.call == ToolCall(
+        "str_replace_editor",
+        {"command": "view", "path": "/testbed/pandas/io/sql.py"},
+        "toolu_01Xq8TJG1DyGFqpkt8RBRSTw",
+    )
     assert s1.observation.startswith("<NOTE>This file is too large to display entirely.")
     assert ep.steps[-1].call == ToolCall("submit", {}, "toolu_01QpywnCGvvqeq66pn4f8DEJ")
     assert ep.steps[-1].observation.startswith("diff --git a/pandas/io/sql.py b/pandas/io/sql.py\n")
@@ -176,22 +223,34 @@ def test_sweagent_1x_swesmith_run(samples: Path) -> None:
 
 # --------------------------------------------------------------------------- SWE-smith
 
+
 def test_swesmith_xml_row_pandas(samples: Path) -> None:
     ep = episode(samples, "swesmith-ft-xml-example.jsonl", 0)
     assert ep.meta.dialect == "xml" and ep.meta.origin == "SWE-smith" and ep.meta.harness == "swe-smith"
     assert ep.task.instance_id == "pandas-dev__pandas.95280573.pr_53652" and ep.task.base_commit == "95280573"
     assert ep.task.language == "python" and ep.meta.repo_root == "/testbed"
-    assert ep.task.problem_statement.startswith("BUG: [pyarrow] AttributeError: 'Index' object has no attribute 'freq'\n")
+    assert ep.task.problem_statement.startswith(
+        "BUG: [pyarrow] AttributeError: 'Index' object has no attribute 'freq'\n"
+    )
     assert len(ep.steps) == 37
     s0, s1 = ep.steps[:2]
     assert s0.thought.startswith("I'll help you implement the necessary changes to fix the issue described")
-    assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | '
-                                                   'grep -v "test_" | head -20'})
+    assert s0.call == ToolCall(
+        "bash",
+        {
+            "command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | '
+            'grep -v "test_" | head -20'
+        },
+    )
     assert s0.observation.startswith("/testbed/scripts/pandas_errors_documented.py\n")
     assert s1.thought == "Let's look at the specific file mentioned in the PR description:"
-    assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pandas/core/indexes/base.py",
-                                                      "view_range": [6035, 6050]})
-    assert s1.observation.startswith("Here's the result of running `cat -n` on /testbed/pandas/core/indexes/base.py:\n  6035")
+    assert s1.call == ToolCall(
+        "str_replace_editor",
+        {"command": "view", "path": "/testbed/pandas/core/indexes/base.py", "view_range": [6035, 6050]},
+    )
+    assert s1.observation.startswith(
+        "Here's the result of running `cat -n` on /testbed/pandas/core/indexes/base.py:\n  6035"
+    )
     edit = ep.steps[28].call
     assert isinstance(edit, ToolCall) and edit.args["command"] == "str_replace"
     # SWE-smith wraps multi-line values in one newline each side; the values are unwrapped
@@ -207,11 +266,15 @@ def test_swesmith_xml_row_pydantic(samples: Path) -> None:
     s0, s1, s2 = ep.steps[:3]
     assert s0.call == ToolCall("bash", {"command": 'find /testbed -type f -name "*.py" | grep -i alias'})
     assert s0.observation.startswith("/testbed/pydantic/alias_generators.py\n/testbed/pydantic/aliases.py\n")
-    assert s1.call == ToolCall("str_replace_editor", {"command": "view", "path": "/testbed/pydantic/alias_generators.py"})
+    assert s1.call == ToolCall(
+        "str_replace_editor", {"command": "view", "path": "/testbed/pydantic/alias_generators.py"}
+    )
     assert isinstance(s2.call, ToolCall) and s2.call.args["command"] == "create"
     assert s2.call.args["path"] == "/testbed/reproduce_error.py"
     assert s2.call.args["file_text"].startswith("from pydantic.alias_generators import")
-    assert s2.observation == "File created successfully at: /testbed/reproduce_error.py\n"  # newline SWE-agent stripped
+    assert (
+        s2.observation == "File created successfully at: /testbed/reproduce_error.py\n"
+    )  # newline SWE-agent stripped
     assert ep.steps[-1].call == ToolCall("submit", {})
 
 
@@ -222,16 +285,21 @@ def test_swesmith_moto_row_observation_prefix(samples: Path) -> None:
 
 # --------------------------------------------------------------------------- OpenHands
 
+
 def test_openhands_event_stream(samples: Path) -> None:
     ep = episode(samples, "openhands-events-basic.json")
     assert ep.meta.dialect == "events" and ep.meta.harness == "openhands"
     assert ep.meta.model == "claude-3-5-sonnet-20241022" and ep.meta.repo_root == "/workspace"
-    assert ep.task.problem_statement == ("Please create a simple 2048 game. No need to run it. "
-                                         "Please finish the interaction after your finish coding.")
+    assert ep.task.problem_statement == (
+        "Please create a simple 2048 game. No need to run it. "
+        "Please finish the interaction after your finish coding."
+    )
     assert ep.counters["parse/problem_statement_fallback"] == 1
     create, finish = ep.steps
-    assert create.thought == ("I'll help you create a simple 2048 game in Python. "
-                              "I'll use the str_replace_editor to create the file.")
+    assert create.thought == (
+        "I'll help you create a simple 2048 game in Python. "
+        "I'll use the str_replace_editor to create the file."
+    )
     assert isinstance(create.call, ToolCall) and create.call.name == "str_replace_editor"
     assert create.call.call_id == "toolu_017nBp7UfiGqyrA7j77HgtFP"
     assert create.call.args["command"] == "create" and create.call.args["path"] == "/workspace/game_2048.py"
@@ -242,13 +310,21 @@ def test_openhands_event_stream(samples: Path) -> None:
 
 
 def test_pty_newlines_are_restored_only_where_every_line_feed_follows_a_cr() -> None:
-    from pipeline.episode import Meta, Step, Task
+    from pipeline.core.episode import Meta, Step, Task
     from pipeline.parsers.common import restore_pty_newlines
 
     obs = ["a\r\nb\r\n", "own crlf\r\r\nnext\r\n", "mixed\r\nbare\n", "one line", "progress\rdone\r\n"]
-    ep = Episode(Task("i", "r", "t", "p", "python"), Meta("o", "h", "m", "u", "d"),
-                 [Step("", Bash("x"), o) for o in obs])
+    ep = Episode(
+        Task("i", "r", "t", "p", "python"),
+        Meta("o", "h", "m", "u", "d"),
+        [Step("", Bash("x"), o) for o in obs],
+    )
     restore_pty_newlines(ep)
     assert [s.observation for s in ep.steps] == [
-        "a\nb\n", "own crlf\r\nnext\n", "mixed\r\nbare\n", "one line", "progress\rdone\n"]
+        "a\nb\n",
+        "own crlf\r\nnext\n",
+        "mixed\r\nbare\n",
+        "one line",
+        "progress\rdone\n",
+    ]
     assert ep.counters["parse/pty_newlines_restored"] == 3

@@ -22,12 +22,37 @@ from pipeline.parsers.common import (
 )
 
 PIECES = [
-    "\n", "\n\n", " ", "\t", "\u00a0", " " * 70, "\n" * 70, "]", "[", "x", "12", "-3", ".", "bash-$",
-    "(Open file: a.py)", "(Current directory: /r)", "[Current working directory: /w]",
-    "[Python interpreter: /p]", "[Command finished with exit code 1]",
-    "[The command completed with exit code 2.]", "[Command finished with exit code\n\n 7]",
-    "[exit code: 3]", "Command exited with code 4", "Exit code 5\n", "     5\t", "  12\u2192", "\u2192",
-    "<system-reminder>r</system-reminder>", "<think>", "</think>", "THOUGHT: ",
+    "\n",
+    "\n\n",
+    " ",
+    "\t",
+    "\u00a0",
+    " " * 70,
+    "\n" * 70,
+    "]",
+    "[",
+    "x",
+    "12",
+    "-3",
+    ".",
+    "bash-$",
+    "(Open file: a.py)",
+    "(Current directory: /r)",
+    "[Current working directory: /w]",
+    "[Python interpreter: /p]",
+    "[Command finished with exit code 1]",
+    "[The command completed with exit code 2.]",
+    "[Command finished with exit code\n\n 7]",
+    "[exit code: 3]",
+    "Command exited with code 4",
+    "Exit code 5\n",
+    "     5\t",
+    "  12\u2192",
+    "\u2192",
+    "<system-reminder>r</system-reminder>",
+    "<think>",
+    "</think>",
+    "THOUGHT: ",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 FAST = settings(max_examples=300, deadline=None)
@@ -39,6 +64,7 @@ def _span(m: re.Match[str] | None) -> tuple[int, int] | None:
 
 def _split_whole_text(obs: str) -> tuple[str, int | None]:
     """split_exit_marker as specified: each note searched for over the whole output."""
+
     def cut(o: str, m: re.Match[str]) -> str:
         head = o[: m.start()]
         return head + ("\n" if head and not head.endswith("\n") else "")
@@ -46,7 +72,7 @@ def _split_whole_text(obs: str) -> tuple[str, int | None]:
     rc = None
     m = tools._HEAD_EXIT.match(obs)
     if m:
-        rc, obs = int(m.group(1)), obs[m.end():]
+        rc, obs = int(m.group(1)), obs[m.end() :]
     while True:
         if m := tools._TAIL_EXIT.search(obs):
             rc, obs = int(m.group(1) or m.group(2)), cut(obs, m)
@@ -96,11 +122,11 @@ def test_observation_cleanup_matches_whole_text_trailer_searches(text: str) -> N
     expected = text
     if not re.match(r"\A\s*<returncode>", text):
         if m := re.match(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?", expected):
-            expected = expected[m.end():]
+            expected = expected[m.end() :]
         if m := OH_TRAILER_RE.search(expected):
             expected = expected[: m.start()]
         if m := re.match(r"\A(?:OBSERVATION:\n|Observation: ?)", expected):
-            expected = expected[m.end():]
+            expected = expected[m.end() :]
         if m := SWEAGENT_FOOTER_RE.search(expected):
             expected = expected[: m.start()]
         if expected.strip() == "Your command ran successfully and did not produce any output.":
@@ -139,8 +165,11 @@ def test_thought_without_think_tags_is_only_unprefixed(text: str) -> None:
 
 
 @FAST
-@given(st.lists(st.sampled_from(["<tool_response>", "</tool_response>", "\n", "out", "\n\n", ""]), max_size=20)
-       .map("".join))
+@given(
+    st.lists(
+        st.sampled_from(["<tool_response>", "</tool_response>", "\n", "out", "\n\n", ""]), max_size=20
+    ).map("".join)
+)
 def test_tool_responses_lose_exactly_one_newline_each_side(text: str) -> None:
     from pipeline.parsers.dialects import split_tool_responses
 

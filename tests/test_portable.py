@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.sources.synth import synth
+from pipeline.synth.corpus import synth
 from tests.conftest import BENCH
 
 BASE_URL = "https://data.affine.io"
@@ -33,13 +33,32 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("portable")
     synth(root / "original", runs=16, epochs=2, seed=5, benchmarks=BENCH)
     out = {}
-    for name, where in (("a", root / "home" / "alice" / "mirror"), ("b", root / "srv" / "data" / "corpus-copy")):
+    for name, where in (
+        ("a", root / "home" / "alice" / "mirror"),
+        ("b", root / "srv" / "data" / "corpus-copy"),
+    ):
         shutil.copytree(root / "original", where)
         work = root / f"work-{name}"
-        res = CliRunner().invoke(app, [
-            "run", "--affine", str(where / "affine"), "--affine-base-url", BASE_URL + "/",
-            "--swelego", str(where / "swelego"), "--catalog", str(where / "catalog"),
-            "--benchmarks", str(BENCH), "--workdir", str(work), "--workers", "1"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--affine",
+                str(where / "affine"),
+                "--affine-base-url",
+                BASE_URL + "/",
+                "--swelego",
+                str(where / "swelego"),
+                "--catalog",
+                str(where / "catalog"),
+                "--benchmarks",
+                str(BENCH),
+                "--workdir",
+                str(work),
+                "--workers",
+                "1",
+            ],
+        )
         assert res.exit_code == 0, res.output
         out[name], out[f"corpus-{name}"] = work, where
     return out
@@ -49,14 +68,17 @@ def test_two_clones_with_the_same_base_url_publish_byte_identical_datasets(build
     a, b = tree(builds["a"] / "publish"), tree(builds["b"] / "publish")
     assert a and sorted(a) == sorted(b)
     assert [name for name in a if a[name] != b[name]] == []
-    assert (builds["a"] / "ledger" / "drops.parquet").read_bytes() == \
-        (builds["b"] / "ledger" / "drops.parquet").read_bytes()
+    assert (builds["a"] / "ledger" / "drops.parquet").read_bytes() == (
+        builds["b"] / "ledger" / "drops.parquet"
+    ).read_bytes()
 
 
 def test_uids_and_cards_carry_the_base_url_never_a_local_path(builds: dict[str, Path]) -> None:
     work = builds["a"]
-    uids = pl.concat([pl.read_parquet(p, columns=["source_uid"]) for p in (work / "publish").glob("*/data/*.parquet")]
-                     + [pl.read_parquet(work / "ledger" / "drops.parquet", columns=["source_uid"])])["source_uid"]
+    uids = pl.concat(
+        [pl.read_parquet(p, columns=["source_uid"]) for p in (work / "publish").glob("*/data/*.parquet")]
+        + [pl.read_parquet(work / "ledger" / "drops.parquet", columns=["source_uid"])]
+    )["source_uid"]
     affine = [u for u in uids if "/views/" in u or "/traces/" in u]
     assert affine and all(u.startswith(BASE_URL + "/") for u in affine)
     assert not any(u.startswith("file://") or str(builds["corpus-a"]) in u for u in uids)
@@ -74,5 +96,8 @@ def test_published_files_get_the_usual_permissions(builds: dict[str, Path]) -> N
     files = [p for p in (builds["a"] / "publish").rglob("*") if p.is_file()]
     files += [p for p in (builds["a"] / "ledger").rglob("*") if p.is_file()]
     assert files
-    assert {str(p.relative_to(builds["a"])): stat.S_IMODE(p.stat().st_mode) for p in files
-            if stat.S_IMODE(p.stat().st_mode) != want} == {}
+    assert {
+        str(p.relative_to(builds["a"])): stat.S_IMODE(p.stat().st_mode)
+        for p in files
+        if stat.S_IMODE(p.stat().st_mode) != want
+    } == {}

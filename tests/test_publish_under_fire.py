@@ -24,13 +24,22 @@ ROOT = Path(__file__).parents[1]
 
 def files_of(root: Path) -> dict[str, str]:
     """rel path -> sha256 of every file of a published tree (through the `publish` symlink)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def publish_to(work: Path, to: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", "--workdir", str(work), "--to", str(to)],
-                          check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "publish", "--workdir", str(work), "--to", str(to)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +49,9 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[s
     c1, c2 = root / "c1", root / "c2"
     shards = add_epoch(c1, 1, [[distinct(i) for i in range(0, 4)]])
     add_epoch(c2, 1, [[distinct(i) for i in range(0, 4)]])
-    add_epoch(c2, 2, [[distinct(i) for i in range(10, 14)], [distinct(i) for i in range(20, 22)]], keep=shards)
+    add_epoch(
+        c2, 2, [[distinct(i) for i in range(10, 14)], [distinct(i) for i in range(20, 22)]], keep=shards
+    )
     work = root / "clean"
     assert trajpipe_run(c1, work).returncode == 0
     a = files_of(work / "publish")
@@ -50,8 +61,9 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[s
     return c1, c2, a, b
 
 
-def test_kill_at_each_publish_write_then_copy(builds: tuple[Path, Path, dict[str, str], dict[str, str]],
-                                              tmp_path: Path) -> None:
+def test_kill_at_each_publish_write_then_copy(
+    builds: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path
+) -> None:
     c1, c2, a, b = builds
     base = tmp_path / "base"
     assert trajpipe_run(c1, base).returncode == 0
@@ -65,7 +77,9 @@ def test_kill_at_each_publish_write_then_copy(builds: tuple[Path, Path, dict[str
         if res.returncode == 0:
             assert files_of(copied) in (a, b), (n, res.stderr)
         else:
-            assert res.returncode == 3 and "refusing to publish" in res.stderr and "Traceback" not in res.stderr
+            assert (
+                res.returncode == 3 and "refusing to publish" in res.stderr and "Traceback" not in res.stderr
+            )
         if killed.returncode == 0:  # past the last publish write: the run completed
             assert files_of(copied) == b
             break
@@ -81,14 +95,32 @@ def test_kill_at_each_publish_write_then_copy(builds: tuple[Path, Path, dict[str
 
 
 def test_copy_during_a_run_is_one_whole_build_or_refused(
-        builds: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path) -> None:
+    builds: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path
+) -> None:
     c1, c2, a, b = builds
     work = tmp_path / "w"
     assert trajpipe_run(c1, work).returncode == 0
     env = {k: v for k, v in os.environ.items() if k != "TRAJPIPE_CRASH_AT"}
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", "--affine", str(c2), "--workdir", str(work),
-                             "--no-benchmarks", "--workers", "1"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "run",
+            "--affine",
+            str(c2),
+            "--workdir",
+            str(work),
+            "--no-benchmarks",
+            "--workers",
+            "1",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     outcomes = []
     try:
         i = 0
@@ -111,7 +143,9 @@ def test_copy_during_a_run_is_one_whole_build_or_refused(
     assert outcomes[-1] == "b"
 
 
-def test_tampered_build_is_refused(builds: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path) -> None:
+def test_tampered_build_is_refused(
+    builds: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path
+) -> None:
     c1, _, a, _ = builds
     work = tmp_path / "w"
     assert trajpipe_run(c1, work).returncode == 0

@@ -40,11 +40,12 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
 
 
-
-
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 # ------------------------------------------------------------------------------------ local trees
@@ -57,10 +58,16 @@ def test_every_dataset_loads_with_datasets_and_polars_and_card_matches(tmp_path:
     assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", BASH, LEGO]
     for name in (BASH, LEGO):
         tree = out / name
-        assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()) == \
-            ["README.md", "data/train-00000-of-00001.parquet"]
-        ds = datasets.load_dataset("parquet", data_files=str(tree / "data" / "train-*.parquet"), split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+        assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()) == [
+            "README.md",
+            "data/train-00000-of-00001.parquet",
+        ]
+        ds = datasets.load_dataset(
+            "parquet",
+            data_files=str(tree / "data" / "train-*.parquet"),
+            split="train",
+            cache_dir=str(tmp_path / "hf-cache"),
+        )
         assert ds.features == datasets.Features.from_arrow_schema(PUBLISHED)
         expected = frame.filter(pl.col("dataset") == name)
         assert ds.num_rows == expected.height
@@ -74,8 +81,12 @@ def test_every_dataset_loads_with_datasets_and_polars_and_card_matches(tmp_path:
         info = card.data.to_dict()["dataset_info"]
         assert info["splits"][0]["num_examples"] == ds.num_rows
         text = card.text
-        for header, column in (("| Resolved | Rows |", "resolved"), ("| Harness | Rows |", "harness"),
-                               ("| Task pool | Rows |", "affine_source"), ("| Language | Rows |", "language")):
+        for header, column in (
+            ("| Resolved | Rows |", "resolved"),
+            ("| Harness | Rows |", "harness"),
+            ("| Task pool | Rows |", "affine_source"),
+            ("| Language | Rows |", "language"),
+        ):
             counts = back.group_by(column).len()
             assert table(text, header) == {v: str(n) for v, n in counts.iter_rows()}
         mine = drops.filter(pl.col("dataset") == name)
@@ -100,7 +111,9 @@ def test_datasets_without_rows_are_removed(tmp_path: Path) -> None:
     (out / "notes").mkdir()
     bash_only = [r for r in sample_rows() if r["dataset"] == BASH]
     frame = work_frame(bash_only)
-    names = publish_tree(frame, sample_drops(), sample_stats(frame, sample_drops()), out, benchmarks_checked=True)
+    names = publish_tree(
+        frame, sample_drops(), sample_stats(frame, sample_drops()), out, benchmarks_checked=True
+    )
     assert names == [BASH]
     assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", BASH, "notes"]
 
@@ -149,13 +162,19 @@ class FakeApi:
         if repo_id not in self.remote:
             import httpx2
 
-            raise RepositoryNotFoundError("404", response=httpx2.Response(404, request=httpx2.Request("GET", "x")))
+            raise RepositoryNotFoundError(
+                "404", response=httpx2.Response(404, request=httpx2.Request("GET", "x"))
+            )
         return self.remote[repo_id]
 
     def create_commit(self, repo_id: str, operations: list[Any], **kw: Any) -> CommitInfo:
         self.calls.append(("create_commit", (repo_id, list(operations)), kw))
-        return CommitInfo(commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/abc",
-                          commit_message=kw["commit_message"], commit_description="", oid="abc")
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/abc",
+            commit_message=kw["commit_message"],
+            commit_description="",
+            oid="abc",
+        )
 
     def named(self, name: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
         return [(a, k) for n, a, k in self.calls if n == name]
@@ -165,26 +184,39 @@ def test_hub_commit_adds_changed_files_and_deletes_stale_shards(tmp_path: Path) 
     build(tmp_path)
     src = tmp_path / "publish"
     shard = src / LEGO / "data" / "train-00000-of-00001.parquet"
-    api = FakeApi({
-        # an earlier publish with two shards and another README; .gitattributes is not ours
-        f"org/{BASH}": [remote_file(".gitattributes"), RepoFolder(path="data", oid="f" * 40),
-                        remote_file("README.md", blob="1" * 40),
-                        remote_file("data/train-00000-of-00002.parquet", sha="a" * 64),
-                        remote_file("data/train-00001-of-00002.parquet", sha="b" * 64)],
-        # identical to the local tree: nothing to do
-        f"org/{LEGO}": [remote_file("README.md", blob=git_blob_id(src / LEGO / "README.md")),
-                        remote_file("data/train-00000-of-00001.parquet", sha=sha256(shard))],
-    })
+    api = FakeApi(
+        {
+            # an earlier publish with two shards and another README; .gitattributes is not ours
+            f"org/{BASH}": [
+                remote_file(".gitattributes"),
+                RepoFolder(path="data", oid="f" * 40),
+                remote_file("README.md", blob="1" * 40),
+                remote_file("data/train-00000-of-00002.parquet", sha="a" * 64),
+                remote_file("data/train-00001-of-00002.parquet", sha="b" * 64),
+            ],
+            # identical to the local tree: nothing to do
+            f"org/{LEGO}": [
+                remote_file("README.md", blob=git_blob_id(src / LEGO / "README.md")),
+                remote_file("data/train-00000-of-00001.parquet", sha=sha256(shard)),
+            ],
+        }
+    )
     plans = publish_to_hub(src, "org", api=api, token="hf_secret_value", private=True, create_pr=True)
     assert [p.repo_id for p in plans] == [f"org/{BASH}", f"org/{LEGO}"]
     bash, lego = plans
     assert bash.add == ["README.md", "data/train-00000-of-00001.parquet"]
     assert bash.delete == ["data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"]
     assert bash.committed and not lego.committed
-    assert lego.add == [] and lego.delete == [] and lego.unchanged == ["README.md", "data/train-00000-of-00001.parquet"]
+    assert (
+        lego.add == []
+        and lego.delete == []
+        and lego.unchanged == ["README.md", "data/train-00000-of-00001.parquet"]
+    )
 
     assert [a[0] for a, _ in api.named("create_repo")] == [f"org/{BASH}", f"org/{LEGO}"]
-    assert all(k["repo_type"] == "dataset" and k["exist_ok"] and k["private"] for _, k in api.named("create_repo"))
+    assert all(
+        k["repo_type"] == "dataset" and k["exist_ok"] and k["private"] for _, k in api.named("create_repo")
+    )
     commits = api.named("create_commit")
     assert len(commits) == 1  # one commit per dataset with changes
     (repo_id, ops), kw = commits[0]

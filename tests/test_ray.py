@@ -57,6 +57,7 @@ def test_map_returns_input_order_and_stops_its_own_ray(tmp_path: Path) -> None:
     items = list(range(12))
     done: list[int] = []
     ex = RayExecutor(2, None, max_in_flight=3, object_store_memory=100 * 1024**2)
+
     def seen(i: int, result: tuple[int, int]) -> None:
         done.append(i)
         (tmp_path / f"seen-{i}").touch()
@@ -75,8 +76,13 @@ def test_map_returns_input_order_and_stops_its_own_ray(tmp_path: Path) -> None:
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     ray = pytest.importorskip("ray")
     os.environ.pop("RAY_ADDRESS", None)
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
-             log_to_driver=False, _temp_dir=str(tmp_path_factory.mktemp("ray")))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=100 * 1024**2,
+        log_to_driver=False,
+        _temp_dir=str(tmp_path_factory.mktemp("ray")),
+    )
     yield ray
     ray.shutdown()
 
@@ -96,14 +102,19 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.ray
 def test_ray_and_local_publish_byte_identical_trees(ray_cluster, tmp_path: Path) -> None:
-    from pipeline.config import Config
-    from pipeline.runner import run_pipeline
-    from pipeline.sources.synth import synth
+    from pipeline.core.config import Config
+    from pipeline.orchestration.runner import run_pipeline
+    from pipeline.synth.corpus import synth
 
     corpus = tmp_path / "corpus"
     synth(corpus, runs=30, epochs=2, seed=3)
-    common = {"affine": (str(corpus / "affine"),), "swelego": (str(corpus / "swelego"),),
-              "catalog": str(corpus / "catalog"), "workers": 2, "benchmarks": str(BENCH)}
+    common = {
+        "affine": (str(corpus / "affine"),),
+        "swelego": (str(corpus / "swelego"),),
+        "catalog": str(corpus / "catalog"),
+        "workers": 2,
+        "benchmarks": str(BENCH),
+    }
 
     summaries = {}
     for kind in ("local", "ray"):

@@ -23,7 +23,7 @@ from pipeline.convert.render import (  # noqa: E402
     render_observation,
     render_system,
 )
-from pipeline.episode import Bash, Episode, Meta, Step, Task, ToolCall  # noqa: E402
+from pipeline.core.episode import Bash, Episode, Meta, Step, Task, ToolCall  # noqa: E402
 
 CFG: dict[str, Any] = yaml.safe_load(mini_config.get_config_path("swebench").read_text())["agent"]
 
@@ -46,8 +46,18 @@ def test_templates_match_the_package() -> None:
     assert mini_agent.AgentConfig(**CFG).action_regex == ACTION_REGEX
 
 
-@pytest.mark.parametrize("output", ["", "hello", "hello\n", "x" * 9999, "x" * 10000,
-                                    "A" * 4999 + "B" + "MMC" + "Z" * 4999 + "\n", "é\n" * 6000])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "",
+        "hello",
+        "hello\n",
+        "x" * 9999,
+        "x" * 10000,
+        "A" * 4999 + "B" + "MMC" + "Z" * 4999 + "\n",
+        "é\n" * 6000,
+    ],
+)
 @pytest.mark.parametrize("rc", [0, 1, -9])
 def test_observations_match_the_package(output: str, rc: int) -> None:
     real = jinja(CFG["action_observation_template"], output={"output": output, "returncode": rc})
@@ -61,16 +71,45 @@ def every_tool_episode() -> Episode:
     steps = [
         Step("Look around", ToolCall("bash", {"command": "ls /workspace/r", "timeout": 30}), "a.py\n", 0),
         Step("", ToolCall("think", {"thought": "The bug is in f"}), "", None),
-        Step("Read it", ToolCall("Read", {"file_path": "/workspace/r/a.py"}),
-             "     1\u2192def f():\n     2\u2192    return 1\n", None),
-        Step("Edit", ToolCall("Edit", {"file_path": "/workspace/r/a.py", "old_string": "return 1",
-                                       "new_string": "return 2  # `x` $HOME \\n"}), "Updated a.py", None),
-        Step("Docs", ToolCall("str_replace_editor", {
-            "command": "create", "path": "/workspace/r/README.md",
-            "file_text": "# T\n```bash\nrun\n```\n"}), "File created successfully at: /testbed/README.md", None),
-        Step("View", ToolCall("str_replace_editor", {"command": "view", "path": "/workspace/r/a.py"}),
-             "Here's the result of running `cat -n` on /workspace/r/a.py:\n     1\tdef f():\n     2\t"
-             "    return 2\n     3\t\n", None),
+        Step(
+            "Read it",
+            ToolCall("Read", {"file_path": "/workspace/r/a.py"}),
+            "     1\u2192def f():\n     2\u2192    return 1\n",
+            None,
+        ),
+        Step(
+            "Edit",
+            ToolCall(
+                "Edit",
+                {
+                    "file_path": "/workspace/r/a.py",
+                    "old_string": "return 1",
+                    "new_string": "return 2  # `x` $HOME \\n",
+                },
+            ),
+            "Updated a.py",
+            None,
+        ),
+        Step(
+            "Docs",
+            ToolCall(
+                "str_replace_editor",
+                {
+                    "command": "create",
+                    "path": "/workspace/r/README.md",
+                    "file_text": "# T\n```bash\nrun\n```\n",
+                },
+            ),
+            "File created successfully at: /testbed/README.md",
+            None,
+        ),
+        Step(
+            "View",
+            ToolCall("str_replace_editor", {"command": "view", "path": "/workspace/r/a.py"}),
+            "Here's the result of running `cat -n` on /workspace/r/a.py:\n     1\tdef f():\n     2\t"
+            "    return 2\n     3\t\n",
+            None,
+        ),
         Step("Run", Bash("python -c 'import a; print(a.f())'"), "x" * 12000, 0),
         Step("Done", ToolCall("submit", {}), "diff --git a/a.py b/a.py\n+    return 2\n", None),
     ]
@@ -88,8 +127,10 @@ def test_every_turn_agrees_with_the_real_agent() -> None:
         assistant, reply = msgs[2 + 2 * t], msgs[3 + 2 * t]
         assert agent.parse_action({"content": assistant["content"]})["action"] == cmd
         if t < len(conv.commands) - 1:
-            real = jinja(CFG["action_observation_template"],
-                         output={"output": conv.outputs[t], "returncode": conv.returncodes[t]})
+            real = jinja(
+                CFG["action_observation_template"],
+                output={"output": conv.outputs[t], "returncode": conv.returncodes[t]},
+            )
             assert reply["content"] == real
     # the submit turn: the real agent's has_finished yields exactly our final message
     with pytest.raises(mini_agent.Submitted) as done:
@@ -114,10 +155,15 @@ def test_an_observation_mini_already_truncated_is_not_truncated_again() -> None:
     assert render_observation(body, 0) == once
     assert render_observation(body, 0).count("<warning>") == 1
     # plain text that merely mentions the tag is rendered normally
-    assert render_observation("<warning> not mini's\n", 1) == "<returncode>1</returncode>\n<output>\n<warning> not mini's\n</output>"
+    assert (
+        render_observation("<warning> not mini's\n", 1)
+        == "<returncode>1</returncode>\n<output>\n<warning> not mini's\n</output>"
+    )
 
 
-@pytest.mark.parametrize("output", ["", "partial\n", "x" * 9999, "A" * 5000 + "MID" + "Z" * 5000, "é\n" * 6000])
+@pytest.mark.parametrize(
+    "output", ["", "partial\n", "x" * 9999, "A" * 5000 + "MID" + "Z" * 5000, "é\n" * 6000]
+)
 def test_timeout_message_matches_the_package(output: str) -> None:
     from pipeline.convert.render import render_timeout
 

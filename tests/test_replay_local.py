@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.convert_files import convert_files
+from pipeline.orchestration.convert_files import convert_files
 from pipeline.replay import (
     RewriteShell,
     Turn,
@@ -27,7 +27,11 @@ from pipeline.replay import (
 )
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-FILES = sorted(f for f in REAL.iterdir() if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json")
+FILES = sorted(
+    f
+    for f in REAL.iterdir()
+    if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json"
+)
 
 # Differences the converter still has, by run and turn, with their defect class (issue 11). A
 # difference not listed here fails the test; a listed one that is fixed may disappear.
@@ -59,9 +63,14 @@ def outcomes(converted: list[dict], tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_every_locally_replayable_turn_prints_its_converted_observation(outcomes: dict[str, list]) -> None:
-    unexplained = {uid: [(o.index, o.command.splitlines()[0][:80], o.diff) for o in outs
-                         if o.status == "differs" and o.index not in KNOWN.get(uid, {})]
-                   for uid, outs in outcomes.items()}
+    unexplained = {
+        uid: [
+            (o.index, o.command.splitlines()[0][:80], o.diff)
+            for o in outs
+            if o.status == "differs" and o.index not in KNOWN.get(uid, {})
+        ]
+        for uid, outs in outcomes.items()
+    }
     assert {k: v for k, v in unexplained.items() if v} == {}
 
 
@@ -79,8 +88,15 @@ def test_a_changed_edit_observation_is_caught(converted: list[dict], tmp_path: P
     turns = turns_of(run["messages"])
     clean = local_replay(turns, tmp_path / "a", RewriteShell(tmp_path / "a"))
     edit = next(o for o in clean if o.status == "identical" and o.command.startswith("python3 - <<"))
-    bad = [Turn(t.index, t.command, t.observation.replace("\n", "\nX", 1) if t.index == edit.index else t.observation,
-                t.submit) for t in turns]
+    bad = [
+        Turn(
+            t.index,
+            t.command,
+            t.observation.replace("\n", "\nX", 1) if t.index == edit.index else t.observation,
+            t.submit,
+        )
+        for t in turns
+    ]
     (tmp_path / "b").mkdir()
     again = local_replay(bad, tmp_path / "b", RewriteShell(tmp_path / "b"))
     assert [o.status for o in again if o.index == edit.index] == ["differs"]
@@ -92,12 +108,20 @@ def _turn(cmd: str, out: str, rc: int = 0) -> Turn:
 
 def test_whole_displays_rebuild_the_file_they_show() -> None:
     assert whole_display(_turn("cat -n /testbed/a.py", "     1\tx = 1\n     2\t\n     3\ty")) == (
-        "/testbed/a.py", "x = 1\n\ny")
+        "/testbed/a.py",
+        "x = 1\n\ny",
+    )
     assert whole_display(_turn("cat README", "hello\n")) == ("README", "hello\n")
-    window = ("awk 'NR>=1&&NR<=100{l[NR]=$0} END{n=NR; print n}' '/testbed/r.py'")
-    assert whole_display(_turn(window, "[File: /testbed/r.py (2 lines total)]\n1:a\n2:b\n")) == ("/testbed/r.py", "a\nb\n")
+    window = "awk 'NR>=1&&NR<=100{l[NR]=$0} END{n=NR; print n}' '/testbed/r.py'"
+    assert whole_display(_turn(window, "[File: /testbed/r.py (2 lines total)]\n1:a\n2:b\n")) == (
+        "/testbed/r.py",
+        "a\nb\n",
+    )
     # a window that does not reach the end, a failed cat, a pipe: not whole
-    assert whole_display(_turn(window.replace("NR>=1", "NR>=2"), "[File: /testbed/r.py (2 lines total)]\n2:b\n")) is None
+    assert (
+        whole_display(_turn(window.replace("NR>=1", "NR>=2"), "[File: /testbed/r.py (2 lines total)]\n2:b\n"))
+        is None
+    )
     assert whole_display(_turn("cat /testbed/x", "cat: /testbed/x: No such file or directory\n", 1)) is None
     assert whole_display(_turn("cat -n /testbed/a.py | sed -n '1,2p'", "     1\tx\n")) is None
 
@@ -122,7 +146,8 @@ def test_timeout_template_is_mini_swe_agents() -> None:
 
     for output in ("partial\n", "x" * 12000):
         expected = Template(AgentConfig.timeout_template, undefined=StrictUndefined).render(
-            action={"action": "sleep 100"}, output=output)
+            action={"action": "sleep 100"}, output=output
+        )
         assert render_timeout("sleep 100", output) == expected
 
 

@@ -11,34 +11,42 @@ from hypothesis import strategies as st
 from pipeline.convert.roots import find_foreign_roots, rewrite_roots
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("cd /workspace/astropy && ls", "cd /testbed && ls"),
-    ("python /workspace/proj/src/a.py", "python /testbed/src/a.py"),
-    ("cat /repo/setup.py", "cat /testbed/setup.py"),
-    ("ls /app", "ls /testbed"),
-    ("PYTHONPATH=/repo:/repo/src pytest", "PYTHONPATH=/testbed:/testbed/src pytest"),
-    ('open("/app/main.py")', 'open("/testbed/main.py")'),
-    ("cd /repo.", "cd /testbed."),
-    ("[File: /marshmallow-code__marshmallow/src/fields.py (9 lines total)]",
-     "[File: /testbed/src/fields.py (9 lines total)]"),
-    ("/testbed/x.py stays", "/testbed/x.py stays"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cd /workspace/astropy && ls", "cd /testbed && ls"),
+        ("python /workspace/proj/src/a.py", "python /testbed/src/a.py"),
+        ("cat /repo/setup.py", "cat /testbed/setup.py"),
+        ("ls /app", "ls /testbed"),
+        ("PYTHONPATH=/repo:/repo/src pytest", "PYTHONPATH=/testbed:/testbed/src pytest"),
+        ('open("/app/main.py")', 'open("/testbed/main.py")'),
+        ("cd /repo.", "cd /testbed."),
+        (
+            "[File: /marshmallow-code__marshmallow/src/fields.py (9 lines total)]",
+            "[File: /testbed/src/fields.py (9 lines total)]",
+        ),
+        ("/testbed/x.py stays", "/testbed/x.py stays"),
+    ],
+)
 def test_roots_are_rewritten(text: str, expected: str) -> None:
     assert rewrite_roots(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "ls /repository/x",
-    "ls /apps/x",
-    "ls /application",
-    "see https://github.com/x/repo and https://example.com/app/page",
-    "git clone https://github.com/owner__repo",
-    "cat /testbed/src/repo/app.py",
-    "cat /etc/repo.d/app",
-    "python -m app",
-    "cd /repo.git",
-    "/testbed/sub/a__b.py",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ls /repository/x",
+        "ls /apps/x",
+        "ls /application",
+        "see https://github.com/x/repo and https://example.com/app/page",
+        "git clone https://github.com/owner__repo",
+        "cat /testbed/src/repo/app.py",
+        "cat /etc/repo.d/app",
+        "python -m app",
+        "cd /repo.git",
+        "/testbed/sub/a__b.py",
+    ],
+)
 def test_look_alikes_are_untouched(text: str) -> None:
     assert rewrite_roots(text) == text
     assert find_foreign_roots(text) == []
@@ -47,17 +55,23 @@ def test_look_alikes_are_untouched(text: str) -> None:
 def test_home_and_temp_roots_need_the_repo_name() -> None:
     text = "cd /home/alice/astropy && cp /tmp/tmpab12cd34/astropy/a.py /tmp/tmpab12cd34/notes.txt"
     assert rewrite_roots(text, repo="astropy__astropy") == (
-        "cd /testbed && cp /testbed/a.py /tmp/tmpab12cd34/notes.txt")
+        "cd /testbed && cp /testbed/a.py /tmp/tmpab12cd34/notes.txt"
+    )
     # SWE-smith-style repo ids name the same checkout
     assert rewrite_roots("ls /home/u/pandas/x", repo="pandas-dev__pandas.95280573") == "ls /testbed/x"
     assert rewrite_roots("ls /home/u/.cache/pip", repo="pandas-dev__pandas") == "ls /home/u/.cache/pip"
 
 
 def test_parser_root_is_used_first() -> None:
-    assert rewrite_roots("cd /srv/checkouts/proj-7 && ls /srv/checkouts/proj-7/src",
-                         repo_root="/srv/checkouts/proj-7") == "cd /testbed && ls /testbed/src"
+    assert (
+        rewrite_roots(
+            "cd /srv/checkouts/proj-7 && ls /srv/checkouts/proj-7/src", repo_root="/srv/checkouts/proj-7"
+        )
+        == "cd /testbed && ls /testbed/src"
+    )
     assert rewrite_roots("ls /srv/checkouts/proj-70", repo_root="/srv/checkouts/proj-7") == (
-        "ls /srv/checkouts/proj-70")
+        "ls /srv/checkouts/proj-70"
+    )
 
 
 def test_foreign_roots_are_reported() -> None:
@@ -68,19 +82,64 @@ def test_foreign_roots_are_reported() -> None:
 
 # The rewrite leaves out alternatives a text cannot match (the parser's root when absent, the
 # home and temp-dir forms without "/home/" or "/tmp/tmp"); the result must be the full pattern's.
-_ROOT_PIECES = ["/repo", "/app", "/workspace/foo", "/home/u/django", "/home/u/x", "/tmp/tmpabcdef/django",
-                "/tmp/tmpabcdef/x", "/owner__repo", "/srv/root", "/srv/rootx", "~", "-", ".", "x", " ",
-                "\n", "https://x.com/repo", "/repository", "/testbed", "//", "/",
-                # names followed by a dot, a dash or a longer name; roots holding non-path characters
-                "/home/u/django.", "/home/u/django.x", "/home/u/django-", "/home/u/a__django", "/home/",
-                "/tmp/tmpabcdef/", "/a:", "/a:/repo", "/a:/workspace", ":", "b", "file://", "file:"]
+_ROOT_PIECES = [
+    "/repo",
+    "/app",
+    "/workspace/foo",
+    "/home/u/django",
+    "/home/u/x",
+    "/tmp/tmpabcdef/django",
+    "/tmp/tmpabcdef/x",
+    "/owner__repo",
+    "/srv/root",
+    "/srv/rootx",
+    "~",
+    "-",
+    ".",
+    "x",
+    " ",
+    "\n",
+    "https://x.com/repo",
+    "/repository",
+    "/testbed",
+    "//",
+    "/",
+    # names followed by a dot, a dash or a longer name; roots holding non-path characters
+    "/home/u/django.",
+    "/home/u/django.x",
+    "/home/u/django-",
+    "/home/u/a__django",
+    "/home/",
+    "/tmp/tmpabcdef/",
+    "/a:",
+    "/a:/repo",
+    "/a:/workspace",
+    ":",
+    "b",
+    "file://",
+    "file:",
+]
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
-       st.sampled_from([None, "/srv/root", "/testbed", "/workspace/foo", "srv", "/a:", "/a:/workspace",
-                        "/home/u/django", "/", "/srv/root/"]),
-       st.sampled_from([None, "owner/django", "a__django", "my repo/x:y", "django.x"]))
+@given(
+    st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
+    st.sampled_from(
+        [
+            None,
+            "/srv/root",
+            "/testbed",
+            "/workspace/foo",
+            "srv",
+            "/a:",
+            "/a:/workspace",
+            "/home/u/django",
+            "/",
+            "/srv/root/",
+        ]
+    ),
+    st.sampled_from([None, "owner/django", "a__django", "my repo/x:y", "django.x"]),
+)
 def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo: str | None) -> None:
     from pipeline.convert.roots import _AFTER, _BEFORE, _alternatives
 
@@ -94,8 +153,10 @@ def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
-       st.sampled_from([None, "owner/foo", "a__django"]))
+@given(
+    st.lists(st.sampled_from(_ROOT_PIECES), max_size=12).map("".join),
+    st.sampled_from([None, "owner/foo", "a__django"]),
+)
 def test_foreign_roots_equal_the_documented_pattern(text: str, repo: str | None) -> None:
     from pipeline.convert.roots import _AFTER, _BEFORE, _repo_names
 

@@ -10,10 +10,10 @@ import orjson
 import polars as pl
 import pytest
 
-from pipeline.config import Config
-from pipeline.fileio import file_sha256
-from pipeline.runner import NoBenchmarks, RunSummary, run_pipeline
-from pipeline.state import WorkdirLocked, seal_record, workdir_lock
+from pipeline.core.config import Config
+from pipeline.core.state import WorkdirLocked, seal_record, workdir_lock
+from pipeline.io.fileio import file_sha256
+from pipeline.orchestration.runner import NoBenchmarks, RunSummary, run_pipeline
 from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, write_chunk, write_epoch
 
@@ -75,7 +75,16 @@ def test_corrupted_chunks_are_quarantined_and_the_run_finishes(tmp_path: Path) -
     k_lines = f"{VIEW_DIR}/view_0001_0003.jsonl.gz"
     missing = {k: v for k, v in distinct(6).items() if k != "nodes"}
     sha_lines = write_chunk(corpus, k_lines, jsonl([distinct(5), b"{broken", missing]))
-    write_epoch(corpus, 1, [*good, {"key": k_sha, "sha256": "0" * 64}, {"key": k_trunc, "sha256": hashlib.sha256(raw).hexdigest()}, {"key": k_lines, "sha256": sha_lines}])
+    write_epoch(
+        corpus,
+        1,
+        [
+            *good,
+            {"key": k_sha, "sha256": "0" * 64},
+            {"key": k_trunc, "sha256": hashlib.sha256(raw).hexdigest()},
+            {"key": k_lines, "sha256": sha_lines},
+        ],
+    )
 
     summary = run_pipeline(config(corpus, work))
     stats = summary.stats
@@ -115,8 +124,10 @@ def test_one_run_per_workdir(tmp_path: Path) -> None:
         import subprocess
         import sys
 
-        code = ("import sys; from pathlib import Path; from pipeline.state import workdir_lock\n"
-                f"with workdir_lock(Path({str(tmp_path)!r})): pass")
+        code = (
+            "import sys; from pathlib import Path; from pipeline.core.state import workdir_lock\n"
+            f"with workdir_lock(Path({str(tmp_path)!r})): pass"
+        )
         proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True)
         if "WorkdirLocked" in proc.stderr:
             raise WorkdirLocked("in use")
@@ -135,7 +146,8 @@ def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> N
     part = work / "state" / "published" / "000000.parquet"
     stale = pl.read_parquet(part).with_columns(
         pl.lit("stale").alias("exact_hash"),
-        pl.col("minhash").list.eval(pl.element() // 2 + 1).alias("minhash"))
+        pl.col("minhash").list.eval(pl.element() // 2 + 1).alias("minhash"),
+    )
     stale.write_parquet(part)
     record = orjson.loads(commit.read_bytes())
     record["signature_scheme"] = "an-older-scheme"
@@ -147,7 +159,7 @@ def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> N
 
 
 def test_published_trees_are_verified_from_the_files(tmp_path: Path) -> None:
-    from pipeline.runner import verify_trees
+    from pipeline.orchestration.runner import verify_trees
 
     corpus, work = tmp_path / "corpus", tmp_path / "work"
     add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
@@ -171,8 +183,14 @@ def test_cached_unit_work_is_redone_when_the_reference_tables_change(tmp_path: P
     add_epoch(corpus, 1, [[distinct(1), distinct(2)]])
     bench = tmp_path / "bench"
     bench.mkdir()
-    row = {"benchmark": "b", "instance_id": "other__repo-1", "repo": "other/repo", "base_commit": "a" * 40,
-           "problem_statement": "unrelated", "patch": ""}
+    row = {
+        "benchmark": "b",
+        "instance_id": "other__repo-1",
+        "repo": "other/repo",
+        "base_commit": "a" * 40,
+        "problem_statement": "unrelated",
+        "patch": "",
+    }
     (bench / "t.jsonl").write_bytes(orjson.dumps(row) + b"\n")
     cfg = Config(affine=(str(corpus),), workdir=str(work), benchmarks=str(bench), workers=1)
     assert run_pipeline(cfg).stats["published"]["total"] == 2
@@ -197,8 +215,13 @@ def test_runs_already_in_the_catalog_are_duplicates_and_their_keys_are_cached(tm
     # a new corpus re-exports run 1 under another rollout id: it is already held by the catalog
     second, work_b = tmp_path / "second", tmp_path / "b"
     shards = add_epoch(second, 5, [[distinct(1) | {"rollout_id": "again"}, distinct(3)]])
-    cfg = Config(affine=(str(second),), workdir=str(work_b), no_benchmarks=True, workers=1,
-                 catalog=str(tmp_path / "catalog"))
+    cfg = Config(
+        affine=(str(second),),
+        workdir=str(work_b),
+        no_benchmarks=True,
+        workers=1,
+        catalog=str(tmp_path / "catalog"),
+    )
     stats = run_pipeline(cfg).stats
     assert stats["drops"] == {"traj_dedup/exact": 1}
     drops = pl.read_parquet(work_b / "ledger" / "drops.parquet")
@@ -210,20 +233,24 @@ def test_runs_already_in_the_catalog_are_duplicates_and_their_keys_are_cached(tm
     assert list((work_b / "state" / "catalog").glob("*.parquet")) == cached  # reused, not recomputed
 
 
-def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pyarrow.parquet as pq
 
     from pipeline.sources import swelego
-    from pipeline.sources.synth import synth
+    from pipeline.synth.corpus import synth
 
     synth(tmp_path / "s", runs=12, epochs=1, seed=5)
     for f in (tmp_path / "s" / "swelego").rglob("*.parquet"):
         pq.write_table(pq.read_table(f), f, row_group_size=2)  # several row groups per file
 
     def run_into(work: Path) -> RunSummary:
-        return run_pipeline(Config(swelego=(str(tmp_path / "s" / "swelego"),), workdir=str(work),
-                                   no_benchmarks=True, workers=1))
+        return run_pipeline(
+            Config(
+                swelego=(str(tmp_path / "s" / "swelego"),), workdir=str(work), no_benchmarks=True, workers=1
+            )
+        )
 
     whole = run_into(tmp_path / "whole")
     monkeypatch.setattr(swelego, "UNIT_ROWS", 3)

@@ -20,7 +20,7 @@ os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-"))
 
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
-from pipeline.episode import ConvertError, Episode, RawRun
+from pipeline.core.episode import ConvertError, Episode, RawRun
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import iter_trajectory_file
 from pipeline.stages.validate import validate_messages
@@ -76,9 +76,17 @@ def test_every_sample_converts_validates_and_parses_with_mini_swe_agent(samples:
             assert err.value.reason == DROPPED[name]
             continue
         conv = convert_episode(ep)  # raises ConvertError on any convert drop: none accepted
-        assert validate_messages(conv.messages, conv.commands, outputs=conv.outputs,
-                                 returncodes=conv.returncodes, problem_statement=ep.task.problem_statement,
-                                 submitted=conv.submitted) == []
+        assert (
+            validate_messages(
+                conv.messages,
+                conv.commands,
+                outputs=conv.outputs,
+                returncodes=conv.returncodes,
+                problem_statement=ep.task.problem_statement,
+                submitted=conv.submitted,
+            )
+            == []
+        )
         for t, cmd in enumerate(conv.commands):
             assert agent.parse_action({"content": conv.messages[2 + 2 * t]["content"]})["action"] == cmd
         assert conv.submitted and conv.commands[-1] == SUBMIT_COMMAND
@@ -89,14 +97,21 @@ def test_mini_swe_v1_first_published_turns(samples: Path) -> None:
     assert conv.messages[2]["content"] == (
         "THOUGHT: I'll help you solve this issue. Let me first examine the content of the file that's causing "
         "the syntax error.\n\n```bash\ncat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./"
-        "missing_colon.py\n```")
+        "missing_colon.py\n```"
+    )
     assert conv.messages[3]["content"] == (
         "<returncode>1</returncode>\n<output>\ncat: /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/"
-        "tests/./missing_colon.py: No such file or directory\n</output>")
-    assert conv.messages[4]["content"] == ("THOUGHT: I need to find the correct path to the file. Let me check "
-                                           "the current directory structure:\n\n```bash\nls -la\n```")
-    assert conv.commands[:3] == ["cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py",
-                                 "ls -la", "ls -la tests/"]
+        "tests/./missing_colon.py: No such file or directory\n</output>"
+    )
+    assert conv.messages[4]["content"] == (
+        "THOUGHT: I need to find the correct path to the file. Let me check "
+        "the current directory structure:\n\n```bash\nls -la\n```"
+    )
+    assert conv.commands[:3] == [
+        "cat /Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py",
+        "ls -la",
+        "ls -la tests/",
+    ]
     assert conv.returncodes[:3] == [1, 0, 0]
     assert conv.submitted
 
@@ -112,12 +127,17 @@ def test_swesmith_xml_first_published_turns(samples: Path) -> None:
     conv = converted(samples, "swesmith-ft-xml-example.jsonl", 2)
     assert conv.commands[0] == 'find /testbed -type f -name "*.py" | grep -i alias'
     assert conv.messages[2]["content"].startswith(
-        "THOUGHT: I'll help you implement the necessary changes to fix the `to_snake` alias generator bug")
+        "THOUGHT: I'll help you implement the necessary changes to fix the `to_snake` alias generator bug"
+    )
     assert conv.messages[2]["content"].endswith(
-        '```bash\nfind /testbed -type f -name "*.py" | grep -i alias\n```')
+        '```bash\nfind /testbed -type f -name "*.py" | grep -i alias\n```'
+    )
     assert conv.messages[3]["content"].startswith(
-        "<returncode>0</returncode>\n<output>\n/testbed/pydantic/alias_generators.py\n/testbed/pydantic/aliases.py\n")
-    assert conv.messages[4]["content"].endswith("```bash\ncat -n '/testbed/pydantic/alias_generators.py'\n```")
+        "<returncode>0</returncode>\n<output>\n/testbed/pydantic/alias_generators.py\n/testbed/pydantic/aliases.py\n"
+    )
+    assert conv.messages[4]["content"].endswith(
+        "```bash\ncat -n '/testbed/pydantic/alias_generators.py'\n```"
+    )
     assert conv.submitted
 
 
@@ -129,14 +149,17 @@ def test_sweagent_1x_first_turns_and_the_abbreviated_view_drop(samples: Path) ->
     with pytest.raises(ConvertError) as err:
         convert_episode(ep)
     assert (err.value.reason, err.value.detail) == (
-        "unverifiable_view", "turn 1: abbreviated view of /testbed/pandas/io/sql.py")
+        "unverifiable_view",
+        "turn 1: abbreviated view of /testbed/pandas/io/sql.py",
+    )
 
 
 def test_openhands_events_first_published_turn(samples: Path) -> None:
     conv = converted(samples, "openhands-events-basic.json")
     assert conv.messages[2]["content"].startswith(
         "THOUGHT: I'll help you create a simple 2048 game in Python. I'll use the str_replace_editor to create "
-        "the file.\n\n```bash\n")
+        "the file.\n\n```bash\n"
+    )
     assert "/testbed/game_2048.py" in conv.commands[0] and "/workspace" not in conv.commands[0]
     assert conv.outputs[0] == "File created successfully at: /testbed/game_2048.py"
     assert conv.submitted
@@ -149,23 +172,40 @@ def test_sweagent_function_calling_published_turns(samples: Path) -> None:
     """1.x structured windowed tools: find_file(file_name), open(path), edit(search, replace)."""
     conv = converted(samples, "sweagent-demo-function-calling-simple.traj")
     assert conv.commands[0] == "find '/testbed' -type f -name 'missing_colon.py'"
-    assert conv.messages[2]["content"].startswith("THOUGHT: The `SyntaxError` in `missing_colon.py` is likely")
+    assert conv.messages[2]["content"].startswith(
+        "THOUGHT: The `SyntaxError` in `missing_colon.py` is likely"
+    )
     assert conv.messages[3]["content"] == (
-        "<returncode>0</returncode>\n<output>\n/testbed/tests/missing_colon.py\n</output>")
-    window = ("[File: tests/missing_colon.py (10 lines total)]\n1:#!/usr/bin/env python3\n2:\n3:\n"
-              "4:def division(a: float, b: float) -> float\n5:    return a/b\n6:\n7:\n"
-              '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n')
+        "<returncode>0</returncode>\n<output>\n/testbed/tests/missing_colon.py\n</output>"
+    )
+    window = (
+        "[File: tests/missing_colon.py (10 lines total)]\n1:#!/usr/bin/env python3\n2:\n3:\n"
+        "4:def division(a: float, b: float) -> float\n5:    return a/b\n6:\n7:\n"
+        '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n'
+    )
     assert conv.commands[1].startswith("awk 'NR>=1&&NR<=10{l[NR]=$0}") and conv.commands[1].endswith(
-        "'tests/missing_colon.py'")
+        "'tests/missing_colon.py'"
+    )
     assert conv.outputs[1] == window
     assert conv.commands[2].startswith("python3 - <<'EOF' && awk ")
-    assert "old = 'def division(a: float, b: float) -> float'\nnew = 'def division(a: float, b: float) -> float:'" \
+    assert (
+        "old = 'def division(a: float, b: float) -> float'\nnew = 'def division(a: float, b: float) -> float:'"
         in conv.commands[2]
-    assert conv.outputs[2].startswith("Text replaced. Please review the changes and make sure they are correct:\n")
-    assert conv.outputs[2].endswith("4:def division(a: float, b: float) -> float:\n5:    return a/b\n6:\n7:\n"
-                                    '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n')
-    assert (conv.commands[3], conv.outputs[3]) == ("python tests/missing_colon.py", "8.2\n")  # newline restored
-    assert conv.messages[-1]["content"].startswith("diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n")
+    )
+    assert conv.outputs[2].startswith(
+        "Text replaced. Please review the changes and make sure they are correct:\n"
+    )
+    assert conv.outputs[2].endswith(
+        "4:def division(a: float, b: float) -> float:\n5:    return a/b\n6:\n7:\n"
+        '8:if __name__ == "__main__":\n9:    print(division(123, 15))\n10:\n'
+    )
+    assert (conv.commands[3], conv.outputs[3]) == (
+        "python tests/missing_colon.py",
+        "8.2\n",
+    )  # newline restored
+    assert conv.messages[-1]["content"].startswith(
+        "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n"
+    )
 
 
 def test_sweagent_function_calling_replays_on_the_demo_file(samples: Path, tmp_path: Path) -> None:
@@ -177,11 +217,19 @@ def test_sweagent_function_calling_replays_on_the_demo_file(samples: Path, tmp_p
     lines = [ln.split(":", 1)[1] for ln in conv.outputs[1].splitlines()[1:]]
     f.write_text("\n".join(lines) + "\n")
     for cmd, out, rc in zip(conv.commands[:3], conv.outputs[:3], conv.returncodes[:3], strict=True):
-        res = subprocess.run(check=False, args=["bash", "-c", cmd.replace("/testbed", str(tmp_path))], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=20)
+        res = subprocess.run(
+            check=False,
+            args=["bash", "-c", cmd.replace("/testbed", str(tmp_path))],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         assert (res.returncode, res.stdout) == (rc, out.replace("/testbed", str(tmp_path)))
     assert "def division(a: float, b: float) -> float:\n" in f.read_text()
-    run = subprocess.run(["python3", "tests/missing_colon.py"], check=False, cwd=tmp_path, capture_output=True, text=True)
+    run = subprocess.run(
+        ["python3", "tests/missing_colon.py"], check=False, cwd=tmp_path, capture_output=True, text=True
+    )
     assert run.stdout == conv.outputs[3]  # SWE-agent 1.x recorded it without the final newline: restored
 
 
@@ -190,13 +238,18 @@ def test_sweagent_0x_pydicom_published_turns(samples: Path) -> None:
     conv = converted(samples, "sweagent-0x-gpt4-pydicom-1458.traj")
     assert conv.commands[0].startswith("printf '\\n' > '/testbed/reproduce_bug.py' && awk ")
     assert conv.messages[3]["content"] == (
-        "<returncode>0</returncode>\n<output>\n[File: /testbed/reproduce_bug.py (1 lines total)]\n1:\n</output>")
+        "<returncode>0</returncode>\n<output>\n[File: /testbed/reproduce_bug.py (1 lines total)]\n1:\n</output>"
+    )
     assert conv.commands[2] == "python reproduce_bug.py"
-    assert conv.outputs[2].startswith('Traceback (most recent call last):\n  File "/testbed/reproduce_bug.py", line 17')
+    assert conv.outputs[2].startswith(
+        'Traceback (most recent call last):\n  File "/testbed/reproduce_bug.py", line 17'
+    )
     assert conv.commands[3] == "find '/testbed' -type f -name 'numpy_handler.py'"
-    assert conv.outputs[3] == ("/testbed/pydicom/overlays/numpy_handler.py\n"
-                               "/testbed/pydicom/pixel_data_handlers/numpy_handler.py\n"
-                               "/testbed/pydicom/waveforms/numpy_handler.py\n")
+    assert conv.outputs[3] == (
+        "/testbed/pydicom/overlays/numpy_handler.py\n"
+        "/testbed/pydicom/pixel_data_handlers/numpy_handler.py\n"
+        "/testbed/pydicom/waveforms/numpy_handler.py\n"
+    )
     for t in (5, 6, 7):  # "Your proposed edit has introduced new syntax error(s)" x3
         assert conv.returncodes[t] == 1
         assert conv.outputs[t].startswith("Your proposed edit has introduced new syntax error(s).")
@@ -211,8 +264,10 @@ def test_sweagent_marshmallow_published_turns(samples: Path) -> None:
     assert conv.outputs[0] == "[File: /testbed/reproduce.py (1 lines total)]\n1:\n"
     assert (conv.commands[2], conv.outputs[2]) == ("python reproduce.py", "344\n")
     assert conv.commands[3] == "ls -F" and conv.outputs[3].startswith("AUTHORS.rst\nCHANGELOG.rst\n")
-    assert (conv.commands[4], conv.outputs[4]) == ("find '/testbed/src' -type f -name 'fields.py'",
-                                                   "/testbed/src/marshmallow/fields.py\n")
+    assert (conv.commands[4], conv.outputs[4]) == (
+        "find '/testbed/src' -type f -name 'fields.py'",
+        "/testbed/src/marshmallow/fields.py\n",
+    )
     assert conv.returncodes[6] == 1 and "E999 IndentationError: unexpected indent" in conv.outputs[6]
     assert conv.returncodes[7] == 0
     assert (conv.commands[8], conv.outputs[8]) == ("python reproduce.py", "345\n")
@@ -231,8 +286,14 @@ def test_marshmallow_rejected_edit_replays_without_touching_the_file(samples: Pa
     # filler that compiles keeps the class body (the window starts inside a method) valid
     text = "class TimeDelta:\n" + "    pass\n" * (first - 2) + "".join(t + "\n" for _, t in numbered)
     f.write_text(text)
-    res = subprocess.run(check=False, args=["bash", "-c", conv.commands[6].replace("/testbed", str(tmp_path))], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=20)
+    res = subprocess.run(
+        check=False,
+        args=["bash", "-c", conv.commands[6].replace("/testbed", str(tmp_path))],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert (res.returncode, res.stdout) == (1, out.replace("/testbed", str(tmp_path)))
     assert f.read_text() == text
 
@@ -244,10 +305,16 @@ def test_swesmith_xml_row0_published_turns(samples: Path) -> None:
     ep = episode_of(samples, "swesmith-ft-xml-example.jsonl", 0)
     assert ep.counters["parse/pty_newlines_restored"] > 0
     conv = convert_episode(ep)
-    assert conv.commands[0] == 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | grep -v "test_" | head -20'
+    assert (
+        conv.commands[0]
+        == 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | grep -v "test_" | head -20'
+    )
     assert conv.messages[3]["content"].startswith(
         "<returncode>0</returncode>\n<output>\n/testbed/scripts/pandas_errors_documented.py\n"
-        "/testbed/scripts/check_for_inconsistent_pandas_namespace.py\n")
+        "/testbed/scripts/check_for_inconsistent_pandas_namespace.py\n"
+    )
     assert conv.commands[1] == "cat -n '/testbed/pandas/core/indexes/base.py' | sed -n '6035,6050p'"
-    assert conv.outputs[1].startswith("  6035\t        --------\n  6036\t        Index.get_indexer : Computes")
+    assert conv.outputs[1].startswith(
+        "  6035\t        --------\n  6036\t        Index.get_indexer : Computes"
+    )
     assert "\r\n" not in "".join(conv.outputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.secrets import SECRET_KINDS, find_secrets
+from pipeline.reference.secrets import SECRET_KINDS, find_secrets
 from pipeline.stages.scrub import Scrub
 from tests.builders import SUBMIT, ctx, work_frame
 from tests.builders import run_row as work_row
@@ -23,58 +23,122 @@ GH = "ghp_" + "R7xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0i"
 PEM_BODY = "MIIEpAIBAAKCAQEA7bq9xk2Q" + "pL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7x" * 3
 CASES: list[tuple[str, str, str]] = [
     ("github_token", f"git remote set-url origin https://x-access-token:{GH}@github.com/a/b", GH),
-    ("github_token", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
-     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD"),
+    (
+        "github_token",
+        "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
+    ),
     ("gitlab_token", "PRIVATE-TOKEN: glpat-Ab3dE5gH7jK9mN1pQ3sT", "glpat-Ab3dE5gH7jK9mN1pQ3sT"),
     ("aws_access_key", "aws_access_key_id = AKIAZ7Q3XK2LMN4PQR5S", "AKIAZ7Q3XK2LMN4PQR5S"),
-    ("aws_secret_key", "aws_secret_access_key = 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",
-     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"),
-    ("gcp_api_key", 'key = "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s"', "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s"),
-    ("azure_key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmFy==;",
-     "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmFy=="),
-    ("hf_token", "HfFolder.save_token('hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo')", "hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo"),
-    ("openai_key", "client = OpenAI(api_key='sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt')",
-     "sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt"),
-    ("anthropic_key", "x-api-key: sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA",
-     "sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA"),
-    ("slack_token", "SLACK=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv",
-     "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv"),
+    (
+        "aws_secret_key",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A",
+    ),
+    (
+        "gcp_api_key",
+        'key = "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s"',
+        "AIzaSyD3kF9xL2mQ7pR4tV8wZ1bN6cH0jY5uE3s",
+    ),
+    (
+        "azure_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+        + "Zm9vYmFyYmF6cXV4" * 5
+        + "Zm9vYmFy==;",
+        "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmFy==",
+    ),
+    (
+        "hf_token",
+        "HfFolder.save_token('hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo')",
+        "hf_Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo",
+    ),
+    (
+        "openai_key",
+        "client = OpenAI(api_key='sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt')",
+        "sk-proj-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt",
+    ),
+    (
+        "anthropic_key",
+        "x-api-key: sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA",
+        "sk-ant-api03-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA",
+    ),
+    (
+        "slack_token",
+        "SLACK=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv",
+        "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUv",
+    ),
     ("stripe_key", "stripe.api_key = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc'", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
-    ("private_key", f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n", PEM_BODY),
+    (
+        "private_key",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n",
+        PEM_BODY,
+    ),
     ("private_key", f"cat key.pem\n-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}\n{PEM_BODY}", PEM_BODY),
-    ("jwt", "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
-     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
-    ("url_password", "pip install --index-url https://deploy:S3cr3tPassw0rd@pypi.internal.example/simple pkg",
-     "S3cr3tPassw0rd"),
+    (
+        "jwt",
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    (
+        "url_password",
+        "pip install --index-url https://deploy:S3cr3tPassw0rd@pypi.internal.example/simple pkg",
+        "S3cr3tPassw0rd",
+    ),
     ("env_secret", "DATABASE_PASSWORD=q8Zr2LmX7vTp\nDEBUG=1", "q8Zr2LmX7vTp"),
-    ("env_secret", "export OPENWEATHER_API_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0 && python app.py",
-     "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    (
+        "env_secret",
+        "export OPENWEATHER_API_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0 && python app.py",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ),
     ("env_secret", "MY_SERVICE_TOKEN='Zx81Lq0Pw7Nv' ./deploy.sh", "Zx81Lq0Pw7Nv"),
     ("env_secret", "APP_SECRET_KEY=yGzu4iuccZIJLvMADs4T", "yGzu4iuccZIJLvMADs4T"),
     ("hf_token", "HF_TOKEN=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", "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"),
     # kinds the red-team pass found missed (issue 12)
-    ("anthropic_key", "ANTHROPIC_AUTH=sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA claude",
-     "sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA"),
-    ("slack_token", "SLACK_APP=xapp-1-A0123456789-1234567890-abcdef0123456789abcdef",
-     "xapp-1-A0123456789-1234567890-abcdef0123456789abcdef"),
+    (
+        "anthropic_key",
+        "ANTHROPIC_AUTH=sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA claude",
+        "sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA",
+    ),
+    (
+        "slack_token",
+        "SLACK_APP=xapp-1-A0123456789-1234567890-abcdef0123456789abcdef",
+        "xapp-1-A0123456789-1234567890-abcdef0123456789abcdef",
+    ),
     ("slack_token", "refresh with xoxe-1-My0xLTEyMzQ1Njc4OTAtabcdef", "xoxe-1-My0xLTEyMzQ1Njc4OTAtabcdef"),
     ("env_secret", "PGPASSWORD=q8Zr2LmX7vTp psql -h db -U app", "q8Zr2LmX7vTp"),
     ("env_secret", "db_password=q8Zr2LmX7vTp", "q8Zr2LmX7vTp"),
-    ("aws_secret_key", '{"Version": 1, "SecretAccessKey": '
-     '"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"}', "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"),
-    ("private_key", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: bot\nPublic-Lines: 1\n"
-     "AAAAC3NzaC1lZDI1NTE5AAAAIOq\nPrivate-Lines: 1\nAAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q\n"
-     "Private-MAC: 0a1b2c3d4e5f60718293a4b5c6d7e8f9", "AAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q"),
+    (
+        "aws_secret_key",
+        '{"Version": 1, "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A"}',
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lk3Jd2A",
+    ),
+    (
+        "private_key",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: bot\nPublic-Lines: 1\n"
+        "AAAAC3NzaC1lZDI1NTE5AAAAIOq\nPrivate-Lines: 1\nAAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q\n"
+        "Private-MAC: 0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        "AAAAIBr3xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0iR7xk2Q",
+    ),
     ("url_password", "git clone https://bot:%40S3cr3tPw9x@git.internal.example/a.git", "%40S3cr3tPw9x"),
     ("url_password", "git clone https://bot:_S3cr3tPw9x@git.internal.example/a.git", "_S3cr3tPw9x"),
-    ("auth_header", 'curl -H "Authorization: Basic Ym90OnMzY3IzdC1wdzk4" https://api.example', "Ym90OnMzY3IzdC1wdzk4"),
+    (
+        "auth_header",
+        'curl -H "Authorization: Basic Ym90OnMzY3IzdC1wdzk4" https://api.example',
+        "Ym90OnMzY3IzdC1wdzk4",
+    ),
     ("auth_header", "headers = {'Authorization': 'Bearer abcDEF123456ghiJKL789'}", "abcDEF123456ghiJKL789"),
-    ("encoded_secret", "echo Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ== | base64 -d > ~/.token",
-     "Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ=="),
+    (
+        "encoded_secret",
+        "echo Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ== | base64 -d > ~/.token",
+        "Z2hwX1I3eGsyUXBMOW1adDRXdkI4blljM0hkSjZmR3MxQWU1VW8waQ==",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "secret"), CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CASES)]
+)
 def test_each_kind_is_redacted_in_command_output_and_messages(kind: str, text: str, secret: str) -> None:
     batch = work_frame([work_row([f"cat notes.txt  # {text}", SUBMIT], [text, ""])])
     out = Scrub(ctx())(batch)
@@ -156,8 +220,15 @@ def test_empty_batch() -> None:
 
 def test_secrets_in_every_published_column_are_redacted() -> None:
     token = GH
-    row = work_row(["ls", SUBMIT], ["a\n", ""], patch=f"+TOKEN = '{token}'\n", instance_id=f"acme__w-{token}",
-                   upstream_id=f"up-{token}", model=f"org/{token}", source_uid=f"file:///c/{token}.jsonl.gz#L1")
+    row = work_row(
+        ["ls", SUBMIT],
+        ["a\n", ""],
+        patch=f"+TOKEN = '{token}'\n",
+        instance_id=f"acme__w-{token}",
+        upstream_id=f"up-{token}",
+        model=f"org/{token}",
+        source_uid=f"file:///c/{token}.jsonl.gz#L1",
+    )
     out = Scrub(ctx())(work_frame([row]))
     kept = out.kept.row(0, named=True)
     for col in ("patch", "instance_id", "upstream_id", "model", "source_uid"):
@@ -173,11 +244,16 @@ def test_redaction_of_a_truncated_output_keeps_the_run_valid() -> None:
 
     secret = "ghp_" + "Z9xk2QpL9mZt4WvB8nYc3HdJ6fGs1Ae5Uo0i"
     long_out = "x" * 4990 + secret + "\n" + "y" * 20000 + "\n"
-    row = work_row(["cat big.log", SUBMIT], [long_out, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"],
-                   problem_statement=f"Fix it; the CI token {secret} leaked")
+    row = work_row(
+        ["cat big.log", SUBMIT],
+        [long_out, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"],
+        problem_statement=f"Fix it; the CI token {secret} leaked",
+    )
     msgs = row["messages"]
     msgs[0]["content"] = __import__("pipeline.convert.render", fromlist=["x"]).render_system()
-    msgs[1]["content"] = __import__("pipeline.convert.render", fromlist=["x"]).render_instance(row["problem_statement"])
+    msgs[1]["content"] = __import__("pipeline.convert.render", fromlist=["x"]).render_instance(
+        row["problem_statement"]
+    )
     msgs[3]["content"] = render_observation(long_out, 0)
     msgs[5]["content"] = submission_of("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n")
     assert secret[:10] in msgs[3]["content"] and secret not in msgs[3]["content"]  # cut by the truncation
@@ -193,11 +269,32 @@ def test_ledger_details_and_uids_are_scrubbed() -> None:
     from pipeline.stages.scrub import scrub_ledger
     from schemas.run import DROPS, empty
 
-    drops = pl.concat([empty(DROPS), pl.DataFrame([
-        {"source_uid": f"file:///c/{GH}.jsonl.gz#L1", "epoch": 1, "dataset": "d", "stage": "solution_leak",
-         "reason": "network_fetch", "detail": f"curl -u bot:{GH} https://api.github.com/repos/a/b"},
-        {"source_uid": "file:///c/x.jsonl.gz#L2", "epoch": 1, "dataset": "d", "stage": "validate",
-         "reason": "roles", "detail": "message 3: tool"}], schema=empty(DROPS).schema)])
+    drops = pl.concat(
+        [
+            empty(DROPS),
+            pl.DataFrame(
+                [
+                    {
+                        "source_uid": f"file:///c/{GH}.jsonl.gz#L1",
+                        "epoch": 1,
+                        "dataset": "d",
+                        "stage": "solution_leak",
+                        "reason": "network_fetch",
+                        "detail": f"curl -u bot:{GH} https://api.github.com/repos/a/b",
+                    },
+                    {
+                        "source_uid": "file:///c/x.jsonl.gz#L2",
+                        "epoch": 1,
+                        "dataset": "d",
+                        "stage": "validate",
+                        "reason": "roles",
+                        "detail": "message 3: tool",
+                    },
+                ],
+                schema=empty(DROPS).schema,
+            ),
+        ]
+    )
     clean = scrub_ledger(drops)
     text = str(clean.to_dicts())
     assert GH not in text and text.count("<REDACTED:github_token>") == 2

@@ -63,7 +63,9 @@ def test_row_groups_and_shards_sized_by_bytes(tmp_path: Path) -> None:
 def test_rebuild_is_byte_identical_and_leaves_mtime(tmp_path: Path) -> None:
     frame = work_frame([work_row(i, pad=5_000) for i in range(12)])
     first = write_shards(frame, tmp_path / "a", max_shard_bytes=30_000)
-    again = write_shards(frame.sample(fraction=1.0, shuffle=True, seed=3), tmp_path / "b", max_shard_bytes=30_000)
+    again = write_shards(
+        frame.sample(fraction=1.0, shuffle=True, seed=3), tmp_path / "b", max_shard_bytes=30_000
+    )
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     # nothing time-dependent in the file metadata
     meta = pq.ParquetFile(first[0]).metadata
@@ -96,7 +98,9 @@ def test_frame_missing_a_published_column_is_rejected(tmp_path: Path) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=500), max_size=60), st.integers(min_value=1, max_value=800))
+@given(
+    st.lists(st.integers(min_value=0, max_value=500), max_size=60), st.integers(min_value=1, max_value=800)
+)
 def test_split_by_bytes_covers_rows_within_limit(sizes: list[int], limit: int) -> None:
     import numpy as np
 
@@ -109,4 +113,4 @@ def test_split_by_bytes_covers_rows_within_limit(sizes: list[int], limit: int) -
         assert sum(sizes[a:b]) <= limit or b - a == 1
         # greedy: the next row would not have fitted
         if b < len(sizes):
-            assert sum(sizes[a:b + 1]) > limit
+            assert sum(sizes[a : b + 1]) > limit

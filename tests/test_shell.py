@@ -40,14 +40,14 @@ WRAPPED = [
     "bash -c 'git log --all -p'",
     "bash -lc 'git log --all -p'",
     "sh -lc 'git log --all -p'",
-    "sh -c \"git log --all -p\"",
+    'sh -c "git log --all -p"',
     "/bin/bash -c 'git log --all -p'",
     "bash --login -c 'git log --all -p'",
     "bash -e -c 'git log --all -p'",
     "zsh -ic 'git log --all -p'",
     "cd /testbed && git log --all -p",
     "cd /work/repo; git log --all -p",
-    "cd \"/some dir\" && git log --all -p",
+    'cd "/some dir" && git log --all -p',
     "cd /testbed && timeout -s KILL 30 sudo -u u env A=B nice -n 5 stdbuf -oL bash -lc 'git log --all -p'",
 ]
 
@@ -85,24 +85,59 @@ def test_convert_uses_the_same_peeler() -> None:
     assert convert_peel is peel_wrappers
 
 
-@pytest.mark.parametrize(("cmd", "published"), [
-    ("bash -lc 'git log --all -p'", "git log --all -p"),
-    ("cd /testbed && git log --all -p", "git log --all -p"),
-    ("timeout -s KILL 30 git log --all -p", "git log --all -p"),
-    ("timeout -k 5 30 git log --all -p", "git log --all -p"),
-    ("cd /testbed && timeout 30 bash -lc 'git log --all -p'", "git log --all -p"),
-    # not harness wrappers: the command's own words, published as written
-    ("sudo -u u git log --all -p", "sudo -u u git log --all -p"),
-    ("cd /elsewhere && git log --all -p", "cd /elsewhere && git log --all -p"),
-])
+@pytest.mark.parametrize(
+    ("cmd", "published"),
+    [
+        ("bash -lc 'git log --all -p'", "git log --all -p"),
+        ("cd /testbed && git log --all -p", "git log --all -p"),
+        ("timeout -s KILL 30 git log --all -p", "git log --all -p"),
+        ("timeout -k 5 30 git log --all -p", "git log --all -p"),
+        ("cd /testbed && timeout 30 bash -lc 'git log --all -p'", "git log --all -p"),
+        # not harness wrappers: the command's own words, published as written
+        ("sudo -u u git log --all -p", "sudo -u u git log --all -p"),
+        ("cd /elsewhere && git log --all -p", "cd /elsewhere && git log --all -p"),
+    ],
+)
 def test_convert_peels_only_harness_wrappers(cmd: str, published: str) -> None:
     assert peel_wrappers(cmd) == published
 
 
-_WORDS = st.sampled_from(["git", "log", "--all", "-p", "show", "HEAD~1", "ls", "-la", "echo", "x", "&&", "|", ";",
-                          "'a b'", "A=B", "-s", "KILL", "30", "5m", "-k", "2"])
-_PREFIX = st.sampled_from(["", "cd /testbed && ", "cd /testbed; ", "timeout 30 ", "timeout -s KILL 30 ",
-                           "timeout -k 2 10 ", "timeout --signal=TERM 5m "])
+_WORDS = st.sampled_from(
+    [
+        "git",
+        "log",
+        "--all",
+        "-p",
+        "show",
+        "HEAD~1",
+        "ls",
+        "-la",
+        "echo",
+        "x",
+        "&&",
+        "|",
+        ";",
+        "'a b'",
+        "A=B",
+        "-s",
+        "KILL",
+        "30",
+        "5m",
+        "-k",
+        "2",
+    ]
+)
+_PREFIX = st.sampled_from(
+    [
+        "",
+        "cd /testbed && ",
+        "cd /testbed; ",
+        "timeout 30 ",
+        "timeout -s KILL 30 ",
+        "timeout -k 2 10 ",
+        "timeout --signal=TERM 5m ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -12,8 +12,8 @@ import orjson
 import polars as pl
 import pytest
 
-from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun
+from pipeline.core.config import Limits
+from pipeline.core.episode import Quarantined, RawRun
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, UnsafeKey, resolve_key
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
@@ -65,7 +65,10 @@ def test_bad_lines_are_quarantined_with_chunk_and_line(tmp_path: Path) -> None:
     items = read_all(unit)
     q = [i for i in items if isinstance(i, Quarantined)]
     assert [(x.reason, x.source_uid.rsplit("#", 1)[1]) for x in q] == [
-        ("bad_json", "L2"), ("not_object", "L3"), ("missing_field", "L4")]
+        ("bad_json", "L2"),
+        ("not_object", "L3"),
+        ("missing_field", "L4"),
+    ]
     assert all("view_0001_0000.jsonl.gz line" in x.detail for x in q)
     assert "nodes" in q[2].detail
     assert items[-1].ok
@@ -85,9 +88,15 @@ def test_sha_mismatch_and_truncated_gzip_fail_the_shard(tmp_path: Path) -> None:
 
 
 def test_manifest_keys_that_escape_the_root_are_refused(tmp_path: Path) -> None:
-    write_epoch(tmp_path, 1, [{"key": "../../etc/passwd.jsonl.gz", "sha256": "a" * 64},
-                              {"key": "https://evil.example/x.jsonl.gz", "sha256": "b" * 64},
-                              {"key": "/abs/x.jsonl.gz", "sha256": "c" * 64}])
+    write_epoch(
+        tmp_path,
+        1,
+        [
+            {"key": "../../etc/passwd.jsonl.gz", "sha256": "a" * 64},
+            {"key": "https://evil.example/x.jsonl.gz", "sha256": "b" * 64},
+            {"key": "/abs/x.jsonl.gz", "sha256": "c" * 64},
+        ],
+    )
     units, refused = affine.list_units(str(tmp_path))
     assert units == []
     assert [q.reason for q in refused] == ["unsafe_key"] * 3
@@ -119,9 +128,14 @@ def test_record_over_the_size_limit_is_quarantined_and_the_rest_read(tmp_path: P
 
 def test_trace_chunks_listed_by_manifest_or_by_name(tmp_path: Path) -> None:
     add_epoch(tmp_path, 3, [[view_record("a")]])
-    env = {"schema": 1, "rollout_id": "t1", "source": "swesmith",
-           "task": {"uid": "u", "sid": "s", "repo": "o/r", "language": "python"},
-           "policy": {"harness": "bash"}, "trace": {"nodes": []}}
+    env = {
+        "schema": 1,
+        "rollout_id": "t1",
+        "source": "swesmith",
+        "task": {"uid": "u", "sid": "s", "repo": "o/r", "language": "python"},
+        "policy": {"harness": "bash"},
+        "trace": {"nodes": []},
+    }
     data = gzip.compress(jsonl([env]), mtime=0)
     import hashlib
 
@@ -136,7 +150,8 @@ def test_trace_chunks_listed_by_manifest_or_by_name(tmp_path: Path) -> None:
     assert isinstance(items[0], RawRun) and items[0].kind == "trace" and items[-1].ok
     # with a listing, the full sha256 is checked
     (tmp_path / "traces" / "manifest.json").write_bytes(
-        orjson.dumps({"chunks": [{"key": f"traces/chunks/{p.name}", "sha256": "f" * 64}]}))
+        orjson.dumps({"chunks": [{"key": f"traces/chunks/{p.name}", "sha256": "f" * 64}]})
+    )
     units, _ = affine.list_units(str(tmp_path))
     (trace,) = [u for u in units if u.source == "affine-trace"]
     assert read_all(trace)[-1].reason == "bad_sha256"
@@ -150,7 +165,9 @@ def test_https_style_base_url_served_over_http(tmp_path: Path) -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -158,7 +175,9 @@ def test_https_style_base_url_served_over_http(tmp_path: Path) -> None:
         (unit,), _ = affine.list_units(base)
         items = read_all(unit)
         runs = [i for i in items if isinstance(i, RawRun)]
-        assert [r.source_uid for r in runs] == [f"{base}/{VIEW_DIR}/view_0007_0000.jsonl.gz#L{i}" for i in (1, 2)]
+        assert [r.source_uid for r in runs] == [
+            f"{base}/{VIEW_DIR}/view_0007_0000.jsonl.gz#L{i}" for i in (1, 2)
+        ]
         assert items[-1].ok
     finally:
         server.shutdown()
@@ -168,13 +187,23 @@ def test_swelego_parquet_and_jsonl(tmp_path: Path) -> None:
     data = tmp_path / "swelego" / "data"
     data.mkdir(parents=True)
     msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    pl.DataFrame({"instance_id": ["a__b-1", "a__b-2"],
-                  "messages": [msgs, msgs]}).write_parquet(data / "resolved-00000-of-00002.parquet")
+    pl.DataFrame({"instance_id": ["a__b-1", "a__b-2"], "messages": [msgs, msgs]}).write_parquet(
+        data / "resolved-00000-of-00002.parquet"
+    )
     (data / "unresolved-00001-of-00002.jsonl").write_bytes(
-        jsonl([{"instance_id": "a__b-3", "messages": orjson.dumps(msgs).decode()}, b"{oops",
-               {"instance_id": "a__b-4", "messages": "not json"}]))
+        jsonl(
+            [
+                {"instance_id": "a__b-3", "messages": orjson.dumps(msgs).decode()},
+                b"{oops",
+                {"instance_id": "a__b-4", "messages": "not json"},
+            ]
+        )
+    )
     units = swelego.list_units(str(tmp_path / "swelego"))
-    assert [u.key for u in units] == ["data/resolved-00000-of-00002.parquet", "data/unresolved-00001-of-00002.jsonl"]
+    assert [u.key for u in units] == [
+        "data/resolved-00000-of-00002.parquet",
+        "data/unresolved-00001-of-00002.jsonl",
+    ]
     items = [i for u in units for i in swelego.read_unit(u, Limits())]
     runs = [i for i in items if isinstance(i, RawRun)]
     assert [(r.source_uid, r.resolved_hint) for r in runs] == [
@@ -184,7 +213,10 @@ def test_swelego_parquet_and_jsonl(tmp_path: Path) -> None:
     ]
     assert runs[2].payload["messages"] == msgs
     q = [i for i in items if isinstance(i, Quarantined)]
-    assert [(x.reason, x.source_uid.rsplit("#", 1)[1]) for x in q] == [("bad_json", "row=1"), ("bad_json", "row=2")]
+    assert [(x.reason, x.source_uid.rsplit("#", 1)[1]) for x in q] == [
+        ("bad_json", "row=1"),
+        ("bad_json", "row=2"),
+    ]
 
 
 def test_a_large_swelego_parquet_is_split_at_row_groups_keeping_row_numbers(tmp_path: Path) -> None:

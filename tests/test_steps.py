@@ -7,7 +7,7 @@ from typing import get_args
 
 import polars as pl
 
-from pipeline.ledger import sorted_drops
+from pipeline.core.ledger import sorted_drops
 from pipeline.stages import GLOBAL_STEPS, STAGE_ORDER, STEPS, UNIT_STEPS
 from pipeline.stages.base import Stage, StageName, StageOutput
 from schemas.run import WORK, empty
@@ -26,10 +26,15 @@ def test_the_declared_steps_are_the_ledger_stages_in_order() -> None:
 
 
 def test_ledger_sorts_drops_in_the_declared_step_order() -> None:
-    rows = [{"source_uid": f"u{i}", "epoch": 1, "dataset": "d", "stage": s, "reason": "r", "detail": ""}
-            for i, s in enumerate(reversed(STAGE_ORDER))]
-    frame = pl.DataFrame(rows, schema=empty(WORK).select("source_uid", "epoch", "dataset").schema
-                         | {"stage": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8})
+    rows = [
+        {"source_uid": f"u{i}", "epoch": 1, "dataset": "d", "stage": s, "reason": "r", "detail": ""}
+        for i, s in enumerate(reversed(STAGE_ORDER))
+    ]
+    frame = pl.DataFrame(
+        rows,
+        schema=empty(WORK).select("source_uid", "epoch", "dataset").schema
+        | {"stage": pl.Utf8, "reason": pl.Utf8, "detail": pl.Utf8},
+    )
     assert tuple(sorted_drops(frame)["stage"]) == STAGE_ORDER
 
 
@@ -55,6 +60,8 @@ def test_the_base_guards_empty_batches_and_prefixes_counters_with_the_stage() ->
     assert calls == [] and out.kept.height == 0 and out.dropped.height == 0 and not out.counters
     out = Halves(CTX)(batch_of(4))
     assert out.kept["source_uid"].to_list() == ["u0", "u2"]
-    assert out.dropped.select("source_uid", "stage", "reason").rows() == [("u1", "validate", "odd"),
-                                                                         ("u3", "validate", "odd")]
+    assert out.dropped.select("source_uid", "stage", "reason").rows() == [
+        ("u1", "validate", "odd"),
+        ("u3", "validate", "odd"),
+    ]
     assert out.counters == Counter({"validate/odd": 2, "validate/looked": 4})

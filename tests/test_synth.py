@@ -13,17 +13,50 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.sources.synth import synth
+from pipeline.synth.corpus import synth
 from schemas.run import PUBLISHED
 from tests.conftest import BENCH
 
-VIEW_FIELDS = {"view", "rollout_id", "traj_id", "instance_id", "repo", "model", "policy", "source", "language",
-               "stratum", "action_kind", "generated_at", "nodes", "turns"}
-PLANTED = {"keep", "quarantine/bad_json", "quarantine/not_object", "quarantine/missing_field", "convert/unknown_tool",
-           "task_dedup/benchmark_task", "benchmark_leak/gold_patch", "benchmark_leak/problem_statement",
-           "benchmark_leak/instance_id", "traj_dedup/exact", "traj_dedup/near",
-           *(f"solution_leak/{k}" for k in ("git_history", "foreign_object", "bug_patch", "network_fetch",
-                                             "package_fetch", "site_packages"))}
+VIEW_FIELDS = {
+    "view",
+    "rollout_id",
+    "traj_id",
+    "instance_id",
+    "repo",
+    "model",
+    "policy",
+    "source",
+    "language",
+    "stratum",
+    "action_kind",
+    "generated_at",
+    "nodes",
+    "turns",
+}
+PLANTED = {
+    "keep",
+    "quarantine/bad_json",
+    "quarantine/not_object",
+    "quarantine/missing_field",
+    "convert/unknown_tool",
+    "task_dedup/benchmark_task",
+    "benchmark_leak/gold_patch",
+    "benchmark_leak/problem_statement",
+    "benchmark_leak/instance_id",
+    "traj_dedup/exact",
+    "traj_dedup/near",
+    *(
+        f"solution_leak/{k}"
+        for k in (
+            "git_history",
+            "foreign_object",
+            "bug_patch",
+            "network_fetch",
+            "package_fetch",
+            "site_packages",
+        )
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +92,22 @@ def all_views(root: Path) -> list[dict[str, Any]]:
 
 
 def all_traces(root: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for p in sorted((root / "affine/traces/chunks").glob("*.jsonl.gz")) for line in chunk_lines(p)]
+    return [
+        json.loads(line)
+        for p in sorted((root / "affine/traces/chunks").glob("*.jsonl.gz"))
+        for line in chunk_lines(p)
+    ]
 
 
 def swelego_rows(root: Path) -> list[tuple[str, dict[str, Any]]]:
     """(file name, row) of every SWE-Lego file, in file then row order."""
     out: list[tuple[str, dict[str, Any]]] = []
     for p in sorted((root / "swelego/data").iterdir()):
-        rows = (pq.read_table(p).to_pylist() if p.suffix == ".parquet"
-                else [json.loads(x) for x in p.read_text().splitlines()])
+        rows = (
+            pq.read_table(p).to_pylist()
+            if p.suffix == ".parquet"
+            else [json.loads(x) for x in p.read_text().splitlines()]
+        )
         out += [(p.name, r) for r in rows]
     return out
 
@@ -78,7 +118,10 @@ def labels(root: Path) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------------------------------------
 
-def test_same_seed_same_bytes_and_epochs_extend(tmp_path: Path, corpus: tuple[Path, dict[str, Any]], bench_dir: Path) -> None:
+
+def test_same_seed_same_bytes_and_epochs_extend(
+    tmp_path: Path, corpus: tuple[Path, dict[str, Any]], bench_dir: Path
+) -> None:
     root, _ = corpus
     again = tmp_path / "again"
     synth(again, runs=40, epochs=2, seed=11, benchmarks=bench_dir)
@@ -113,15 +156,21 @@ def test_manifests_chain_and_every_sha256_verifies(corpus: tuple[Path, dict[str,
         chain.append(json.loads(revisions[chain[-1]["prev_manifest"]]))
     assert [m["corpus_epoch"] for m in chain] == [85, 84]
     for m in chain:
-        assert m["schema_version"] == 3 and m["view_spec"] == "duel_turns@v4" and m["created_at"].endswith("Z")
+        assert (
+            m["schema_version"] == 3 and m["view_spec"] == "duel_turns@v4" and m["created_at"].endswith("Z")
+        )
         for s in m["shards"]:
-            assert set(s) >= {"key", "sha256", "n_trajectories", "format", "active"} and s["format"] == "view_v4"
+            assert (
+                set(s) >= {"key", "sha256", "n_trajectories", "format", "active"} and s["format"] == "view_v4"
+            )
             assert re.fullmatch(r"views/duel_turns@v4/chunks/view_\d{4}_\d{4}\.jsonl\.gz", s["key"])
             raw = gzip.decompress((affine / s["key"]).read_bytes())
             assert hashlib.sha256(raw).hexdigest() == s["sha256"]
             assert raw.count(b"\n") == s["n_trajectories"] <= 1000
     first, last = chain[1], chain[0]
-    assert {s["key"] for s in first["shards"]} < {s["key"] for s in last["shards"]}  # later epochs list earlier shards
+    assert {s["key"] for s in first["shards"]} < {
+        s["key"] for s in last["shards"]
+    }  # later epochs list earlier shards
     assert all(s["active"] for s in first["shards"])
     assert sum(not s["active"] for s in last["shards"]) == 1
     traces = json.loads((affine / "traces/manifest.json").read_bytes())["chunks"]
@@ -129,7 +178,12 @@ def test_manifests_chain_and_every_sha256_verifies(corpus: tuple[Path, dict[str,
     for t in traces:
         data = (affine / t["key"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == t["sha256"]
-        assert re.fullmatch(r"traces/chunks/[a-z_0-9]+-\d{8}T\d{6}Z-([0-9a-f]{12})\.jsonl\.gz", t["key"]).group(1) == t["sha256"][:12]
+        assert (
+            re.fullmatch(r"traces/chunks/[a-z_0-9]+-\d{8}T\d{6}Z-([0-9a-f]{12})\.jsonl\.gz", t["key"]).group(
+                1
+            )
+            == t["sha256"][:12]
+        )
 
 
 def longest_path(nodes: list[dict[str, Any]]) -> list[int]:
@@ -151,12 +205,19 @@ def test_view_records_have_the_design_layout(corpus: tuple[Path, dict[str, Any]]
     for rec in views:
         assert set(rec) >= VIEW_FIELDS, set(rec) ^ VIEW_FIELDS
         assert rec["view"] == "duel_turns@v4"
-        assert set(rec["policy"]) == {"id", "harness", "action_kind"} and rec["action_kind"] == rec["policy"]["action_kind"]
+        assert (
+            set(rec["policy"]) == {"id", "harness", "action_kind"}
+            and rec["action_kind"] == rec["policy"]["action_kind"]
+        )
         assert re.fullmatch(r"[a-z_]+:\d{4}", rec["stratum"])
         assert rec["language"] in {"python", "go", "java", "rust", "js", "cpp"}
         nodes = rec["nodes"]
-        assert all(n["role"] in ("system", "user", "assistant") and isinstance(n["content"], str) for n in nodes)
-        assert nodes[0]["parent"] is None and all(n["parent"] is None or n["parent"] < i for i, n in enumerate(nodes))
+        assert all(
+            n["role"] in ("system", "user", "assistant") and isinstance(n["content"], str) for n in nodes
+        )
+        assert nodes[0]["parent"] is None and all(
+            n["parent"] is None or n["parent"] < i for i, n in enumerate(nodes)
+        )
         path = longest_path(nodes)
         forked += len(path) < len(nodes)
         assert [t["node_id"] for t in rec["turns"]] == [i for i in path if nodes[i]["role"] == "assistant"]
@@ -172,20 +233,46 @@ def test_every_dialect_and_harness_is_present(corpus: tuple[Path, dict[str, Any]
     harnesses = {r["policy"]["harness"] for r in views}
     assert harnesses >= {"mini_swe_textbased", "bash", "pi", "claude_code", "hermes_agent"}
     text = "\n".join(n["content"] for r in views for n in r["nodes"] if n["role"] == "assistant")
-    for marker in ("```bash\n", "```mswea_bash_command\n", "```sh\n", '<tool_call>\n{"name": "bash", "arguments": {"command": ',
-                   "<tool_call>bash\n<arg_key>command</arg_key>\n<arg_value>", "<tool_call>\n<function=bash>\n<parameter=command>\n",
-                   '"name": "Read"', "<function=Edit>", "<arg_key>oldText</arg_key>", "TodoWrite", "memory",
-                   "bash -lc '", "timeout ", " && "):
+    for marker in (
+        "```bash\n",
+        "```mswea_bash_command\n",
+        "```sh\n",
+        '<tool_call>\n{"name": "bash", "arguments": {"command": ',
+        "<tool_call>bash\n<arg_key>command</arg_key>\n<arg_value>",
+        "<tool_call>\n<function=bash>\n<parameter=command>\n",
+        '"name": "Read"',
+        "<function=Edit>",
+        "<arg_key>oldText</arg_key>",
+        "TodoWrite",
+        "memory",
+        "bash -lc '",
+        "timeout ",
+        " && ",
+    ):
         assert marker in text, marker
     # parallel calls: several <tool_call> in one message, answered by one user message of <tool_response>s
-    par = [(r["nodes"], i) for r in views for i, n in enumerate(r["nodes"])
-           if n["role"] == "assistant" and n["content"].count("<tool_call>") > 1]
-    assert par and all(ns[i + 1]["content"].count("<tool_response>") == ns[i]["content"].count("<tool_call>") for ns, i in par)
+    par = [
+        (r["nodes"], i)
+        for r in views
+        for i, n in enumerate(r["nodes"])
+        if n["role"] == "assistant" and n["content"].count("<tool_call>") > 1
+    ]
+    assert par and all(
+        ns[i + 1]["content"].count("<tool_response>") == ns[i]["content"].count("<tool_call>")
+        for ns, i in par
+    )
     # GLM carries its tools block as a second system message
     assert any(r["nodes"][1]["role"] == "system" and "<arg_key>" in r["nodes"][1]["content"] for r in views)
     # every repo root kind, and the look-alikes that must survive root rewriting
     roots = " ".join(n["content"] for r in views for n in r["nodes"][:2])
-    for root_re in (r"/workspace/\w", r"\n/repo\n", r"/app\n", r"/testbed\b", r"/home/\w+/\w", r"/tmp/tmp\w{8}/\w"):
+    for root_re in (
+        r"/workspace/\w",
+        r"\n/repo\n",
+        r"/app\n",
+        r"/testbed\b",
+        r"/home/\w+/\w",
+        r"/tmp/tmp\w{8}/\w",
+    ):
         assert re.search(root_re, roots), root_re
     assert "/repository" in text + " ".join(n["content"] for r in views for n in r["nodes"])
     traces = all_traces(root)
@@ -210,20 +297,31 @@ def test_swelego_files_follow_openhands_text(corpus: tuple[Path, dict[str, Any]]
         assert pq.read_schema(p).names == ["instance_id", "messages"]
     rows = [r for name, r in swelego_rows(root) if name.endswith(".parquet")]
     jrows = [r for name, r in swelego_rows(root) if name.endswith(".jsonl")]
-    assert any(isinstance(r["messages"], str) for r in jrows) and any(isinstance(r["messages"], list) for r in jrows)
-    convs = [r["messages"] for r in rows] + [json.loads(m) if isinstance(m, str) else m
-                                              for m in (r["messages"] for r in jrows)]
+    assert any(isinstance(r["messages"], str) for r in jrows) and any(
+        isinstance(r["messages"], list) for r in jrows
+    )
+    convs = [r["messages"] for r in rows] + [
+        json.loads(m) if isinstance(m, str) else m for m in (r["messages"] for r in jrows)
+    ]
     text = "\n".join(m["content"] for c in convs for m in c)
     for c in convs:
         assert [m["role"] for m in c[:2]] == ["system", "user"]
         assert re.search(r"<uploaded_files>\n/workspace/[\w.-]+\n</uploaded_files>", c[1]["content"])
         assert "<pr_description>" in c[1]["content"]
-    for marker in ("<function=execute_bash>\n<parameter=command>", "EXECUTION RESULT of [execute_bash]:\n",
-                   "[Command finished with exit code 0]", "<parameter=command>view</parameter>",
-                   "<parameter=command>create</parameter>", "<parameter=command>str_replace</parameter>",
-                   "<parameter=command>insert</parameter>", "<function=think>", "<function=finish>",
-                   "Here's the result of running `cat -n` on /workspace/", "File created successfully at: /workspace/",
-                   "Review the changes and make sure they are as expected."):
+    for marker in (
+        "<function=execute_bash>\n<parameter=command>",
+        "EXECUTION RESULT of [execute_bash]:\n",
+        "[Command finished with exit code 0]",
+        "<parameter=command>view</parameter>",
+        "<parameter=command>create</parameter>",
+        "<parameter=command>str_replace</parameter>",
+        "<parameter=command>insert</parameter>",
+        "<function=think>",
+        "<function=finish>",
+        "Here's the result of running `cat -n` on /workspace/",
+        "File created successfully at: /workspace/",
+        "Review the changes and make sure they are as expected.",
+    ):
         assert marker in text, marker
 
 
@@ -237,8 +335,11 @@ def test_edits_replace_text_the_run_has_already_seen(corpus: tuple[Path, dict[st
         for i in path:
             node = rec["nodes"][i]
             if node["role"] == "assistant":
-                for m in re.finditer(r"<arg_key>(?:old_str|oldText|old_string)</arg_key>\n<arg_value>(.*?)</arg_value>",
-                                     node["content"], re.S):
+                for m in re.finditer(
+                    r"<arg_key>(?:old_str|oldText|old_string)</arg_key>\n<arg_value>(.*?)</arg_value>",
+                    node["content"],
+                    re.S,
+                ):
                     n += 1
                     for line in m.group(1).split("\n"):
                         assert line in seen, (rec["instance_id"], line)
@@ -280,7 +381,8 @@ def test_labels_point_at_real_records_and_cover_the_vocabulary(corpus: tuple[Pat
             assert 0 <= int(row) < n
         count += 1
     assert count == summary["runs"]
-    from pipeline.sources.synth_content import SECRET_KINDS
+    from pipeline.synth.content import SECRET_KINDS
+
     assert {k for lab in labs for k in lab["secrets"]} == set(SECRET_KINDS)
 
 
@@ -291,24 +393,41 @@ def record_of(root: Path, uid: str) -> dict[str, Any]:
 
 def test_planted_cases_carry_their_evidence(corpus: tuple[Path, dict[str, Any]], bench_dir: Path) -> None:
     root, _ = corpus
-    labs = [lab for lab in labels(root) if "#L" in lab["uid_suffix"] and not lab["expect"].startswith("quarantine")]
-    bench = {json.loads(x)["instance_id"]: json.loads(x) for f in ("swebench_lite.jsonl", "swebench_verified.jsonl")
-             for x in (bench_dir / f).read_text().splitlines()}
+    labs = [
+        lab
+        for lab in labels(root)
+        if "#L" in lab["uid_suffix"] and not lab["expect"].startswith("quarantine")
+    ]
+    bench = {
+        json.loads(x)["instance_id"]: json.loads(x)
+        for f in ("swebench_lite.jsonl", "swebench_verified.jsonl")
+        for x in (bench_dir / f).read_text().splitlines()
+    }
 
     def text(rec: dict[str, Any]) -> str:  # every message text, and a trace's structured calls
         nodes = rec.get("nodes") or [n["message"] for n in rec["trace"]["nodes"]]
-        return "\n".join((n["content"] if isinstance(n["content"], str) else n["content"][0]["text"])
-                         + "".join("\n" + (c.get("function", c)["arguments"] if isinstance(c.get("function", c)["arguments"], str)
-                                           else json.dumps(c.get("function", c)["arguments"]))
-                                   for c in n.get("tool_calls", [])) for n in nodes)
+        return "\n".join(
+            (n["content"] if isinstance(n["content"], str) else n["content"][0]["text"])
+            + "".join(
+                "\n"
+                + (
+                    c.get("function", c)["arguments"]
+                    if isinstance(c.get("function", c)["arguments"], str)
+                    else json.dumps(c.get("function", c)["arguments"])
+                )
+                for c in n.get("tool_calls", [])
+            )
+            for n in nodes
+        )
 
     for lab in labs:
         rec = record_of(root, lab["uid_suffix"])
         body = text(rec)
         exp = lab["expect"]
         if exp == "solution_leak/network_fetch":
-            assert re.search(r"(?:curl -sL|wget -qO-) https://github\.com/.+/pull/\d+\.(?:diff|patch)", body) \
-                or re.search(r"curl -s https://raw\.githubusercontent\.com/\S+ \| sed -n", body)
+            assert re.search(
+                r"(?:curl -sL|wget -qO-) https://github\.com/.+/pull/\d+\.(?:diff|patch)", body
+            ) or re.search(r"curl -s https://raw\.githubusercontent\.com/\S+ \| sed -n", body)
         elif exp == "solution_leak/bug_patch":
             assert "git show HEAD~1" in body and "    Bug Patch\n" in body
         elif exp == "solution_leak/git_history":
@@ -338,7 +457,9 @@ def test_planted_cases_carry_their_evidence(corpus: tuple[Path, dict[str, Any]],
             assert all(v in body or v.replace("\n", "\\n") in body for v in lab["secret_values"])
         if exp == "keep" and "ordinary run" in lab["note"]:
             iid = rec["instance_id"]
-            assert iid not in bench and iid.split("-")[0].replace("__", "/") not in {b["repo"] for b in bench.values()}
+            assert iid not in bench and iid.split("-")[0].replace("__", "/") not in {
+                b["repo"] for b in bench.values()
+            }
 
 
 def test_catalog_tables(corpus: tuple[Path, dict[str, Any]]) -> None:
@@ -358,7 +479,8 @@ def test_catalog_tables(corpus: tuple[Path, dict[str, Any]]) -> None:
     cmds = [fence.search(m["content"]).group(1) for m in first if m["role"] == "assistant"]
     assert cmds == [fence.search(n["content"]).group(1) for n in rec["nodes"] if n["role"] == "assistant"]
     # a true re-export: exactly the messages the pipeline publishes for that record (same exact hash)
-    from pipeline.sources.synth import published_messages
+    from pipeline.synth.corpus import published_messages
+
     assert first == published_messages(rec, dup[0]["uid_suffix"])
     assert first[0]["role"] == "system" and first[-1]["role"] == "user"
 
@@ -366,9 +488,20 @@ def test_catalog_tables(corpus: tuple[Path, dict[str, Any]]) -> None:
 def test_without_benchmarks_a_synthetic_table_is_written_and_used(tmp_path: Path) -> None:
     s = synth(tmp_path, runs=12, epochs=1, seed=3)
     rows = [json.loads(x) for x in (tmp_path / "benchmarks/synthetic_bench.jsonl").read_text().splitlines()]
-    assert rows and set(rows[0]) == {"benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"}
+    assert rows and set(rows[0]) == {
+        "benchmark",
+        "instance_id",
+        "repo",
+        "base_commit",
+        "problem_statement",
+        "patch",
+    }
     ids = {r["instance_id"] for r in rows}
-    planted = [lab for lab in labels(tmp_path) if lab["expect"] == "task_dedup/benchmark_task" and "#L" in lab["uid_suffix"]]
+    planted = [
+        lab
+        for lab in labels(tmp_path)
+        if lab["expect"] == "task_dedup/benchmark_task" and "#L" in lab["uid_suffix"]
+    ]
     assert any(record_of(tmp_path, lab["uid_suffix"])["instance_id"] in ids for lab in planted)
     assert s["label"]["benchmark_leak/gold_patch"] == 1
 
@@ -384,15 +517,19 @@ def labelled_records(root: Path) -> list[tuple[bytes, str]]:
         else:
             name, row = uid.rsplit("#row=", 1)
             p = root / "swelego/data" / name
-            rows = (pq.read_table(p).to_pylist() if name.endswith(".parquet")
-                    else [json.loads(x) for x in p.read_text().splitlines()])
+            rows = (
+                pq.read_table(p).to_pylist()
+                if name.endswith(".parquet")
+                else [json.loads(x) for x in p.read_text().splitlines()]
+            )
             record = json.dumps(rows[int(row)], sort_keys=True).encode()
         out.append((record, lab["expect"]))
     return sorted(out)
 
 
 def test_chunk_records_caps_every_unit_and_changes_only_where_files_end(
-        tmp_path: Path, corpus: tuple[Path, dict[str, Any]], bench_dir: Path) -> None:
+    tmp_path: Path, corpus: tuple[Path, dict[str, Any]], bench_dir: Path
+) -> None:
     """Units must not grow with the corpus: at most ``chunk_records`` records in any view chunk, trace
     chunk or SWE-Lego file. Cutting smaller changes the file boundaries and nothing else."""
     root, summary = corpus
@@ -407,7 +544,10 @@ def test_chunk_records_caps_every_unit_and_changes_only_where_files_end(
         assert len(list(affine.glob(pattern))) > len(list((root / "affine").glob(pattern)))
     data = capped / "swelego/data"
     assert sorted(p.name for p in data.iterdir()) == [
-        "resolved-00000-of-00002.parquet", "resolved-00001-of-00002.parquet", "unresolved-00000-of-00001.jsonl"]
+        "resolved-00000-of-00002.parquet",
+        "resolved-00001-of-00002.parquet",
+        "unresolved-00000-of-00001.jsonl",
+    ]
     assert [pq.read_metadata(data / f"resolved-0000{i}-of-00002.parquet").num_rows for i in (0, 1)] == [3, 2]
     # every record is still there, byte for byte, in the same order where the source has one
     key = lambda r: r["rollout_id"]  # noqa: E731
@@ -419,8 +559,9 @@ def test_chunk_records_caps_every_unit_and_changes_only_where_files_end(
     assert capped_summary["label"] == summary["label"] and capped_summary["runs"] == summary["runs"]
     # the manifests list every capped view chunk with its own record count
     current = json.loads((affine / "corpus/manifest.json").read_bytes())
-    assert {s["key"] for s in current["shards"]} == {f"views/duel_turns@v4/chunks/{p.name}"
-                                                     for p in affine.glob("views/*/chunks/*")}
+    assert {s["key"] for s in current["shards"]} == {
+        f"views/duel_turns@v4/chunks/{p.name}" for p in affine.glob("views/*/chunks/*")
+    }
     assert all(1 <= s["n_trajectories"] <= 3 for s in current["shards"])
 
 

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import Config, Limits
-from pipeline.context import Context
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
 from pipeline.convert.render import SENTINELS, is_sentinel_output, render_observation
 from pipeline.convert.roots import find_foreign_roots
-from pipeline.episode import Episode, Meta, Step, Task, ToolCall
+from pipeline.core.config import Config, Limits
+from pipeline.core.context import Context
+from pipeline.core.episode import Episode, Meta, Step, Task, ToolCall
 from pipeline.stages.validate import (
     Validate,
     _is_sentinel,
@@ -33,13 +33,19 @@ def converted(n: int = 2, submit: bool = True) -> Converted:
     steps = [Step(f"step {i}", ToolCall("bash", {"command": f"echo {i}"}), f"{i}\n", 0) for i in range(n)]
     if submit:
         steps.append(Step("done", ToolCall("submit", {}), "diff --git a/f b/f\n", None))
-    return convert_episode(Episode(Task("i", "o__r", TASK, "swesmith", "python"),
-                                   Meta("Affine corpus", "bash", "m", "u", "qwen_json"), steps))
+    return convert_episode(
+        Episode(
+            Task("i", "o__r", TASK, "swesmith", "python"),
+            Meta("Affine corpus", "bash", "m", "u", "qwen_json"),
+            steps,
+        )
+    )
 
 
 def problems(conv: Converted, **over: Any) -> list[tuple[str, str]]:
-    kw: dict[str, Any] = dict(outputs=conv.outputs, returncodes=conv.returncodes, problem_statement=TASK,
-                              submitted=conv.submitted)
+    kw: dict[str, Any] = dict(
+        outputs=conv.outputs, returncodes=conv.returncodes, problem_statement=TASK, submitted=conv.submitted
+    )
     kw.update(over)
     return check_messages(conv.messages, conv.commands, **kw)
 
@@ -56,18 +62,21 @@ def mutate(conv: Converted, index: int, content: str) -> Converted:
     return c
 
 
-@pytest.mark.parametrize(("index", "content", "rule"), [
-    (0, "You are a bot.", "templates"),
-    (1, "Other task", "templates"),
-    (2, "THOUGHT: x\n\n```bash\necho 0\n```\n```bash\nls\n```", "action_count"),
-    (2, "THOUGHT: x, no block", "action_count"),
-    (2, "THOUGHT: x\n\n```bash\necho 9\n```", "action_mismatch"),
-    (2, "<tool_call>{\"name\": \"bash\"}</tool_call>\n\n```bash\necho 0\n```", "residue"),
-    (2, "THOUGHT: <function=bash>\n\n```bash\necho 0\n```", "residue"),
-    (3, "<returncode>0</returncode>\n<output>\nwrong\n</output>", "observation_shape"),
-    (3, "<returncode>0</returncode>\n<output>\n/repo/x\n</output>", "foreign_root"),
-    (7, "not the patch", "submit"),
-])
+@pytest.mark.parametrize(
+    ("index", "content", "rule"),
+    [
+        (0, "You are a bot.", "templates"),
+        (1, "Other task", "templates"),
+        (2, "THOUGHT: x\n\n```bash\necho 0\n```\n```bash\nls\n```", "action_count"),
+        (2, "THOUGHT: x, no block", "action_count"),
+        (2, "THOUGHT: x\n\n```bash\necho 9\n```", "action_mismatch"),
+        (2, '<tool_call>{"name": "bash"}</tool_call>\n\n```bash\necho 0\n```', "residue"),
+        (2, "THOUGHT: <function=bash>\n\n```bash\necho 0\n```", "residue"),
+        (3, "<returncode>0</returncode>\n<output>\nwrong\n</output>", "observation_shape"),
+        (3, "<returncode>0</returncode>\n<output>\n/repo/x\n</output>", "foreign_root"),
+        (7, "not the patch", "submit"),
+    ],
+)
 def test_each_rule_is_named_with_its_turn(index: int, content: str, rule: str) -> None:
     found = problems(mutate(converted(), index, content))
     assert found and found[0][0] == rule
@@ -83,7 +92,9 @@ def test_roles_and_step_limit_and_early_sentinel() -> None:
     assert ("step_limit", "3 turns > 2") in problems(conv, step_limit=2)
     early = copy.deepcopy(converted(submit=False))
     early.outputs[0] = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n"
-    early.messages[3]["content"] = "<returncode>0</returncode>\n<output>\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n</output>"
+    early.messages[3]["content"] = (
+        "<returncode>0</returncode>\n<output>\nCOMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n</output>"
+    )
     assert problems(early)[0] == ("observation_shape", "turn 0: output starts with the sentinel")
     assert problems(conv, submitted=False)[0][0] == "submit"
 
@@ -92,15 +103,26 @@ def test_stage_drops_with_rule_and_detail() -> None:
     good, bad = converted(), mutate(converted(), 2, "THOUGHT: none")
     rows = []
     for uid, c in (("a", good), ("b", bad)):
-        rows.append({"source_uid": uid, "epoch": 84, "dataset": "mini-coder-affine-bash",
-                     "messages": c.messages, "commands": c.commands, "outputs": c.outputs,
-                     "returncodes": c.returncodes, "problem_statement": TASK, "submitted": c.submitted})
+        rows.append(
+            {
+                "source_uid": uid,
+                "epoch": 84,
+                "dataset": "mini-coder-affine-bash",
+                "messages": c.messages,
+                "commands": c.commands,
+                "outputs": c.outputs,
+                "returncodes": c.returncodes,
+                "problem_statement": TASK,
+                "submitted": c.submitted,
+            }
+        )
     batch = pl.concat([empty(WORK), pl.DataFrame(rows)], how="diagonal_relaxed")
     stage = Validate(Context(Config(limits=Limits(step_limit=250)), None, None))
     out = stage(batch)
     assert out.kept["source_uid"].to_list() == ["a"]
     assert out.dropped.select("source_uid", "stage", "reason", "detail").rows() == [
-        ("b", "validate", "action_count", "turn 0: 0 bash blocks")]
+        ("b", "validate", "action_count", "turn 0: 0 bash blocks")
+    ]
     assert out.counters["validate/action_count"] == 1
     assert SUBMIT_COMMAND in out.kept["commands"][0].to_list()
 
@@ -108,9 +130,35 @@ def test_stage_drops_with_rule_and_detail() -> None:
 # -- the fast paths must decide exactly what the plain rules decide -------------------------------
 
 # fragments that make and break roots: boundaries, look-alikes, dunder names, sentinels, line breaks
-FRAGMENTS = ["/", "/workspace/", "/repo", "/app", "/apps", "/testbed", "x", "_", "__", ".", "-", "~", " ",
-             "\n", "\r", "\x1c", "\u2028", "\t", "é", "½", "owner__repo", "/a__b", "__init__", ".git", "https://",
-             "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT"]
+FRAGMENTS = [
+    "/",
+    "/workspace/",
+    "/repo",
+    "/app",
+    "/apps",
+    "/testbed",
+    "x",
+    "_",
+    "__",
+    ".",
+    "-",
+    "~",
+    " ",
+    "\n",
+    "\r",
+    "\x1c",
+    "\u2028",
+    "\t",
+    "é",
+    "½",
+    "owner__repo",
+    "/a__b",
+    "__init__",
+    ".git",
+    "https://",
+    "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+    "MINI_SWE_AGENT_FINAL_OUTPUT",
+]
 texts = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
 
 
@@ -119,14 +167,21 @@ texts = st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join)
 def test_root_prefilters_never_miss_a_foreign_root(text: str) -> None:
     roots = find_foreign_roots(text)
     assert first_foreign_root(text) == (roots[0] if roots else None)
-    flags = pl.DataFrame({"messages": [[{"role": "user", "content": text}]]}).select(
-        maybe_roots_in(pl.col("messages"))).item().to_list()
+    flags = (
+        pl.DataFrame({"messages": [[{"role": "user", "content": text}]]})
+        .select(maybe_roots_in(pl.col("messages")))
+        .item()
+        .to_list()
+    )
     assert flags == [True] or not roots
 
 
 # leading whitespace (line breaks included), then maybe a sentinel, then anything
-outputs = st.tuples(st.lists(st.sampled_from([" ", "\n", "\t", "\x1c", "\u2028", "\r\n"]), max_size=3).map("".join),
-                    st.sampled_from(["", "x", *SENTINELS]), texts).map("".join)
+outputs = st.tuples(
+    st.lists(st.sampled_from([" ", "\n", "\t", "\x1c", "\u2028", "\r\n"]), max_size=3).map("".join),
+    st.sampled_from(["", "x", *SENTINELS]),
+    texts,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,9 +191,17 @@ def test_sentinel_shortcut_agrees_with_mini(text: str) -> None:
 
 
 def row(uid: str, conv: Converted) -> dict[str, Any]:
-    return {"source_uid": uid, "epoch": 84, "dataset": "mini-coder-affine-bash", "messages": conv.messages,
-            "commands": conv.commands, "outputs": conv.outputs, "returncodes": conv.returncodes,
-            "problem_statement": TASK, "submitted": conv.submitted}
+    return {
+        "source_uid": uid,
+        "epoch": 84,
+        "dataset": "mini-coder-affine-bash",
+        "messages": conv.messages,
+        "commands": conv.commands,
+        "outputs": conv.outputs,
+        "returncodes": conv.returncodes,
+        "problem_statement": TASK,
+        "submitted": conv.submitted,
+    }
 
 
 def with_output(conv: Converted, turn: int, output: str) -> Converted:
@@ -155,11 +218,15 @@ def test_stage_finds_a_root_deep_in_a_long_observation_and_only_there() -> None:
     clean = with_output(converted(), 1, filler)
     tail = with_output(converted(), 1, filler + "cd /app && ls\n")
     elided = with_output(converted(), 1, filler[:15_000] + "cd /app && ls\n" + filler[:15_000])
-    batch = pl.concat([empty(WORK), pl.DataFrame([row("clean", clean), row("tail", tail),
-                                                  row("elided", elided)])], how="diagonal_relaxed")
+    batch = pl.concat(
+        [empty(WORK), pl.DataFrame([row("clean", clean), row("tail", tail), row("elided", elided)])],
+        how="diagonal_relaxed",
+    )
     out = Validate(Context(Config(), None, None))(batch)
     assert out.kept["source_uid"].to_list() == ["clean", "elided"]
-    assert out.dropped.select("source_uid", "reason", "detail").rows() == [("tail", "foreign_root", "turn 1: /app")]
+    assert out.dropped.select("source_uid", "reason", "detail").rows() == [
+        ("tail", "foreign_root", "turn 1: /app")
+    ]
     assert out.dropped.schema == empty(DROPS).schema
     only_clean = Validate(Context(Config(), None, None))(batch.head(1))
     assert only_clean.kept.height == 1 and only_clean.dropped.schema == empty(DROPS).schema

@@ -38,7 +38,7 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.roots import rewrite_roots
 from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
-from pipeline.episode import Bash, ConvertError, Episode, ToolCall
+from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.common import SUBMIT_MARKERS
 
 __all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode"]
@@ -95,8 +95,11 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
             name = "bash"
             cmd = peel_wrappers(rewrite_roots(step.call.command, root, repo))
             out, marked = split_exit_marker(obs)
-            action = Action("submit", output=obs) if _is_submit_command(cmd) else Action(
-                "run", cmd, out, step.returncode if step.returncode is not None else marked)
+            action = (
+                Action("submit", output=obs)
+                if _is_submit_command(cmd)
+                else Action("run", cmd, out, step.returncode if step.returncode is not None else marked)
+            )
         elif isinstance(step.call, ToolCall):
             name = step.call.name
             args = _roots(step.call.args, root, repo)

@@ -132,9 +132,15 @@ def _fail_branch(fail_message: str | None, default_expr: str, indent: str = "   
     return body + f"{indent}sys.exit(1)\n"
 
 
-def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: str,
-                    fail_message: str | None = None, then: str | None = None,
-                    reject_message: str | None = None, count: int | None = None) -> str:
+def replace_command(
+    path: str,
+    edits: list[tuple[str, str, bool]],
+    ok_message: str,
+    fail_message: str | None = None,
+    then: str | None = None,
+    reject_message: str | None = None,
+    count: int | None = None,
+) -> str:
     """Replace exact text in ``path``: ``edits`` are (old, new, replace_all), applied in order.
 
     Each old text must occur exactly once (at least once with replace_all; exactly ``count``
@@ -152,7 +158,9 @@ def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: s
         cond = f"n != {int(count)}" if count is not None else "n == 0" if replace_all else "n != 1"
         cond = f"old == new or {cond}" if old == new and fail_message is not None else cond
         script += f"if {cond}:\n" + _fail_branch(
-            fail_message, "f'No replacement was performed: old_str occurs {n} times in {path}, expected exactly once.'")
+            fail_message,
+            "f'No replacement was performed: old_str occurs {n} times in {path}, expected exactly once.'",
+        )
         script += "text = text.replace(old, new)\n" if replace_all else "text = text.replace(old, new, 1)\n"
     else:
         items = "".join(f"    ({py_str(o)},\n     {py_str(n)}, {r}),\n" for o, n, r in edits)
@@ -163,19 +171,22 @@ def replace_command(path: str, edits: list[tuple[str, str, bool]], ok_message: s
         script += _fail_branch(
             fail_message,
             "f'No replacement was performed: old_str of edit {i} occurs {n} times in {path}, expected exactly once.'",
-            indent="        ")
+            indent="        ",
+        )
         script += "    text = text.replace(old, new) if replace_all else text.replace(old, new, 1)\n"
     script += _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"), then)
 
 
-def insert_command(path: str, insert_line: int, new: str, ok_message: str,
-                   fail_message: str | None = None) -> str:
+def insert_command(
+    path: str, insert_line: int, new: str, ok_message: str, fail_message: str | None = None
+) -> str:
     """Insert ``new`` after line ``insert_line`` (0 = top), the str_replace_editor way."""
     script = f"import sys\npath = {py_str(path)}\nline = {int(insert_line)}\nnew = {py_str(new)}\n"
     script += _read("path") + "lines = text.split('\\n')\n"
     script += "if not 0 <= line <= len(lines):\n" + _fail_branch(
-        fail_message, "f'Invalid insert_line {line}: the file has {len(lines)} lines.'")
+        fail_message, "f'Invalid insert_line {line}: the file has {len(lines)} lines.'"
+    )
     script += "text = '\\n'.join(lines[:line] + new.split('\\n') + lines[line:])\n"
     script += _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"))
@@ -200,13 +211,21 @@ def _syntax_gate(reject_message: str | None) -> str:
     candidate text is compiled first and, when it fails, the recorded rejection is printed."""
     if reject_message is None:
         return ""
-    return ("try:\n    compile(text, path, 'exec')\nexcept (SyntaxError, ValueError):\n"
-            + _fail_branch(reject_message, "''"))
+    return "try:\n    compile(text, path, 'exec')\nexcept (SyntaxError, ValueError):\n" + _fail_branch(
+        reject_message, "''"
+    )
 
 
-def line_edit_command(path: str, start: int, end: int, new: str, ok_message: str,
-                      fail_message: str | None = None, then: str | None = None,
-                      reject_message: str | None = None) -> str:
+def line_edit_command(
+    path: str,
+    start: int,
+    end: int,
+    new: str,
+    ok_message: str,
+    fail_message: str | None = None,
+    then: str | None = None,
+    reject_message: str | None = None,
+) -> str:
     """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``).
 
     ``reject_message``: the edit is syntax-checked before writing (see :func:`_syntax_gate`).
@@ -214,32 +233,47 @@ def line_edit_command(path: str, start: int, end: int, new: str, ok_message: str
     script = f"import sys\npath = {py_str(path)}\nnew = {py_str(new)}\n"
     script += _read("path") + "lines = text.split('\\n')\n"
     script += f"if not 1 <= {int(start)} <= max(len(lines), 1):\n" + _fail_branch(
-        fail_message, f"f'Invalid edit range {int(start)}:{int(end)}: the file has {{len(lines)}} lines.'")
+        fail_message, f"f'Invalid edit range {int(start)}:{int(end)}: the file has {{len(lines)}} lines.'"
+    )
     script += f"lines[{int(start) - 1}:{int(end)}] = new.split('\\n')\n"
     script += "text = '\\n'.join(lines)\n" + _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"), then)
 
 
-def window_replace_command(path: str, first: int, last: int, old: str, new: str, ok_message: str,
-                           fail_message: str | None = None, then: str | None = None,
-                           reject_message: str | None = None) -> str:
+def window_replace_command(
+    path: str,
+    first: int,
+    last: int,
+    old: str,
+    new: str,
+    ok_message: str,
+    fail_message: str | None = None,
+    then: str | None = None,
+    reject_message: str | None = None,
+) -> str:
     """SWE-agent 1.x ``edit(search, replace)``: replace the one occurrence of ``old`` inside the
     displayed lines ``first``..``last`` (1-based); none or several there, or (when the run recorded
     a failure) a search equal to its replacement, which the tool refuses: fail, file untouched."""
     refused = old == new and fail_message is not None
-    script = (f"import sys\npath = {py_str(path)}\nold = {py_str(old)}\nnew = {py_str(new)}\n"
-              + _read("path") + "lines = text.split('\\n')\n"
-              f"lo = sum(len(line) + 1 for line in lines[:{int(first) - 1}])\n"
-              f"hi = lo + len('\\n'.join(lines[{int(first) - 1}:{int(last)}]))\n"
-              f"if {'old == new or ' if refused else ''}not old or text.count(old, lo, hi) != 1:\n")
-    script += _fail_branch(fail_message, f"f'Text {{old!r}} not found once in lines {int(first)}-{int(last)}.'")
+    script = (
+        f"import sys\npath = {py_str(path)}\nold = {py_str(old)}\nnew = {py_str(new)}\n"
+        + _read("path")
+        + "lines = text.split('\\n')\n"
+        f"lo = sum(len(line) + 1 for line in lines[:{int(first) - 1}])\n"
+        f"hi = lo + len('\\n'.join(lines[{int(first) - 1}:{int(last)}]))\n"
+        f"if {'old == new or ' if refused else ''}not old or text.count(old, lo, hi) != 1:\n"
+    )
+    script += _fail_branch(
+        fail_message, f"f'Text {{old!r}} not found once in lines {int(first)}-{int(last)}.'"
+    )
     script += "i = text.find(old, lo, hi)\ntext = text[:i] + new + text[i + len(old):]\n"
     script += _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"), then)
 
 
-def window_insert_command(path: str, line: int | None, new: str, ok_message: str,
-                          then: str | None = None) -> str:
+def window_insert_command(
+    path: str, line: int | None, new: str, ok_message: str, then: str | None = None
+) -> str:
     """SWE-agent 1.x ``insert(text, line)``: after line ``line`` (None: at the end), one trailing
     newline of the text dropped, as its WindowedFile.insert does."""
     script = f"path = {py_str(path)}\nnew = {py_str(new.removesuffix(chr(10)))}\n" + _read("path")

@@ -62,23 +62,31 @@ def render_observation(output: str, returncode: int) -> str:
 
 _TRUNCATED_RE = re.compile(
     re.escape(_WARNING) + r"<output_head>\n.*\n</output_head>\n<elided_chars>\n\d+ characters elided\n"
-    r"</elided_chars>\n<output_tail>\n.*\n</output_tail>", re.S)
+    r"</elided_chars>\n<output_tail>\n.*\n</output_tail>",
+    re.S,
+)
 
 
 def render_timeout(command: str, output: str) -> str:
     """mini-swe-agent 1.17.5's ``AgentConfig.timeout_template`` (swebench.yaml keeps the default),
     rendered exactly: the user message a command that was killed on its timeout gets. It has no
     return code; ``output`` is what the command printed before it was killed."""
-    head = (f"The last command <command>{command}</command> timed out and has been killed.\n"
-            "The output of the command was:\n")
+    head = (
+        f"The last command <command>{command}</command> timed out and has been killed.\n"
+        "The output of the command was:\n"
+    )
     if len(output) < TRUNCATE_AT:
         body = f"<output>\n{output}\n</output>"
     else:
-        body = ("<warning>Output was too long and has been truncated.</warning>\n"
-                f"<output_head>\n{output[:5000]}\n</output_head>\n"
-                f"<elided_chars>{len(output) - TRUNCATE_AT} characters elided</elided_chars>\n"
-                f"<output_tail>\n{output[-5000:]}\n</output_tail>")
-    return f"{head}{body}\nPlease try another command and make sure to avoid those requiring interactive input."
+        body = (
+            "<warning>Output was too long and has been truncated.</warning>\n"
+            f"<output_head>\n{output[:5000]}\n</output_head>\n"
+            f"<elided_chars>{len(output) - TRUNCATE_AT} characters elided</elided_chars>\n"
+            f"<output_tail>\n{output[-5000:]}\n</output_tail>"
+        )
+    return (
+        f"{head}{body}\nPlease try another command and make sure to avoid those requiring interactive input."
+    )
 
 
 def render_reply(command: str, output: str, returncode: int | None) -> str:
@@ -114,12 +122,20 @@ def submission_of(output: str) -> str:
     return "".join(output.lstrip().splitlines(keepends=True)[1:])
 
 
-def render_messages(task: str, thoughts: list[str], commands: list[str], outputs: list[str],
-                    returncodes: list[int | None], submitted: bool) -> list[dict[str, str]]:
+def render_messages(
+    task: str,
+    thoughts: list[str],
+    commands: list[str],
+    outputs: list[str],
+    returncodes: list[int | None],
+    submitted: bool,
+) -> list[dict[str, str]]:
     """[system, user(task), (assistant, user(observation))*]; a submit turn's reply is the patch,
     a timed-out command's (return code None) is mini's timeout message."""
-    messages = [{"role": "system", "content": render_system()},
-                {"role": "user", "content": render_instance(task)}]
+    messages = [
+        {"role": "system", "content": render_system()},
+        {"role": "user", "content": render_instance(task)},
+    ]
     for i, (thought, cmd, out, rc) in enumerate(zip(thoughts, commands, outputs, returncodes, strict=True)):
         messages.append({"role": "assistant", "content": render_assistant(thought, cmd)})
         last = i == len(commands) - 1

@@ -34,8 +34,13 @@ def _repo_names(repo: str | None) -> list[str]:
     if not repo:
         return []
     base = repo.split("/")[-1]
-    names = {repo.replace("/", "__"), base, base.split("__")[-1], base.split(".")[0],
-             base.split(".")[0].split("__")[-1]}
+    names = {
+        repo.replace("/", "__"),
+        base,
+        base.split("__")[-1],
+        base.split(".")[0],
+        base.split(".")[0].split("__")[-1],
+    }
     return sorted((n for n in names if n), key=len, reverse=True)
 
 

@@ -67,7 +67,7 @@ from pipeline.convert.edits import (
     window_insert_command,
     window_replace_command,
 )
-from pipeline.episode import ConvertError
+from pipeline.core.episode import ConvertError
 
 WINDOW_RE = re.compile(
     r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\](?:\n|\Z)"
@@ -75,8 +75,21 @@ WINDOW_RE = re.compile(
     r"(?P<body>(?:(?:\d+:[^\n]*|<<<<< (?:START|END) CURSOR >>>>>)(?:\n|\Z))+)"
     r"(?:\((?P<below>\d+) more lines below\)(?:\n|\Z))?"
 )
-WINDOW_COMMANDS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert",
-                             "find_file", "search_dir", "search_file", "set_cursors"})
+WINDOW_COMMANDS = frozenset(
+    {
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "insert",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "set_cursors",
+    }
+)
 # SWE-agent 0.x's cursor editor marks the edit span inside its window with these lines
 START_MARK, END_MARK = "<<<<< START CURSOR >>>>>", "<<<<< END CURSOR >>>>>"
 # 1.x structured arguments: tool -> (required keys, optional keys)
@@ -92,7 +105,10 @@ JSON_SIGNATURES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "insert": (frozenset({"text"}), frozenset({"line"})),
 }
 EDIT_SEARCH = (frozenset({"search", "replace"}), frozenset({"replace-all", "replace_all"}))
-EDIT_LINES: tuple[frozenset[str], frozenset[str]] = (frozenset({"start_line", "end_line", "replacement_text"}), frozenset())
+EDIT_LINES: tuple[frozenset[str], frozenset[str]] = (
+    frozenset({"start_line", "end_line", "replacement_text"}),
+    frozenset(),
+)
 REJECTED = "Your proposed edit has introduced new syntax error"
 # which branch of SWE-agent's edit(search, replace) ran, as its success message says
 _REPLACED_ALL = re.compile(r"\AReplaced (\d+) occurrences")
@@ -175,15 +191,25 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
     if name not in WINDOW_COMMANDS:
         return None
     if set(args) <= {"args", "body"}:
-        return _text_call(name, str(args.get("args", "") or "").strip(), str(args.get("body", "") or ""), turn)
+        return _text_call(
+            name, str(args.get("args", "") or "").strip(), str(args.get("body", "") or ""), turn
+        )
     if name == "edit":
         if _matches(args, EDIT_SEARCH):
             flag = args.get("replace-all", args.get("replace_all"))
-            return WindowCall(name, search=str(args["search"]), replace=str(args["replace"] or ""),
-                              replace_all=_truthy(flag) if flag is not None else False)
+            return WindowCall(
+                name,
+                search=str(args["search"]),
+                replace=str(args["replace"] or ""),
+                replace_all=_truthy(flag) if flag is not None else False,
+            )
         if _matches(args, EDIT_LINES):
-            return WindowCall(name, start=_int(args["start_line"], turn), end=_int(args["end_line"], turn),
-                              body=str(args["replacement_text"] or ""))
+            return WindowCall(
+                name,
+                start=_int(args["start_line"], turn),
+                end=_int(args["end_line"], turn),
+                body=str(args["replacement_text"] or ""),
+            )
         return None
     sig = JSON_SIGNATURES.get(name)
     if sig is None or not _matches(args, sig):
@@ -202,7 +228,9 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
         return WindowCall(name, words=[str(args["filename"])])
     if name == "insert":
         ln = args.get("line")
-        return WindowCall(name, body=str(args["text"] or ""), line=None if ln in (None, "") else _int(ln, turn))
+        return WindowCall(
+            name, body=str(args["text"] or ""), line=None if ln in (None, "") else _int(ln, turn)
+        )
     return WindowCall(name)  # scroll_up / scroll_down
 
 
@@ -216,8 +244,9 @@ def _text_call(name: str, rest: str, body: str, turn: int) -> WindowCall:
             return WindowCall(name, body=body)  # the cursor editor: replaces the lines between its cursors
         words = _words(rest, turn)  # 1.x text action: edit 'search' 'replace' [replace_all]
         if len(words) in (2, 3) and not body:
-            return WindowCall(name, search=words[0], replace=words[1],
-                              replace_all=len(words) == 3 and _truthy(words[2]))
+            return WindowCall(
+                name, search=words[0], replace=words[1], replace_all=len(words) == 3 and _truthy(words[2])
+            )
         raise ConvertError("bad_tool_args", f"turn {turn}: edit {rest[:40]!r}")
     if name == "insert":
         return WindowCall(name, body=body, line=_int(rest, turn) if rest else None)
@@ -247,13 +276,16 @@ def _cursors(lines: list[str], last: int) -> tuple[int, int] | None:
     start = end = None
     for i, line in enumerate(lines):
         if line == START_MARK:
-            nxt = next((x for x in lines[i + 1:] if x not in (START_MARK, END_MARK)), None)
+            nxt = next((x for x in lines[i + 1 :] if x not in (START_MARK, END_MARK)), None)
             start = int(nxt.split(":", 1)[0]) if nxt is not None else last + 1
         elif line == END_MARK:
             prev = next((x for x in reversed(lines[:i]) if x not in (START_MARK, END_MARK)), None)
             # an END mark right after START with no line between is past the last line
-            end = last + 1 if prev is None or (start == last + 1 and lines[i - 1] == START_MARK) else int(
-                prev.split(":", 1)[0])
+            end = (
+                last + 1
+                if prev is None or (start == last + 1 and lines[i - 1] == START_MARK)
+                else int(prev.split(":", 1)[0])
+            )
     if start is None or end is None:
         return None
     return start, end
@@ -287,7 +319,7 @@ def window_printer(path: str, first: int, last: int, cursors: tuple[int, int] | 
 def _around(obs: str, win: Window, core: str) -> str:
     """``core`` then printers for whatever text surrounds the window in the observation."""
     parts = [p for p in (print_command(obs[: win.start]),) if p] + [core]
-    if tail := print_command(obs[win.end:]):
+    if tail := print_command(obs[win.end :]):
         parts.append(tail)
     return " && ".join(parts)
 
@@ -346,8 +378,10 @@ def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Resul
         hits = re.findall(r"^(/\S.*) \((\d+) matches\)$", obs, re.M)
         out = "".join(f"{p}:{n}\n" for p, n in hits)
         # SWE-agent skips hidden paths (.git!) and lists files sorted; the pipeline exits as sort does
-        cmd = (f"grep -rIcF --exclude-dir='.*' --exclude='.*' -- {shell_quote(term)} {shell_quote(where)}"
-               " | grep -v ':0$' | sort")
+        cmd = (
+            f"grep -rIcF --exclude-dir='.*' --exclude='.*' -- {shell_quote(term)} {shell_quote(where)}"
+            " | grep -v ':0$' | sort"
+        )
         return Result(cmd, out, 0)
     target = _abs(call.words[1]) if len(call.words) > 1 else current
     if target is None:
@@ -360,7 +394,7 @@ def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Resul
 def _then(obs: str, win: Window) -> str:
     """The window printer, then a printer for any text after the window."""
     printer = window_printer(win.path, win.first, win.last, win.cursors)
-    tail = print_command(obs[win.end:])
+    tail = print_command(obs[win.end :])
     return f"{printer} && {tail}" if tail else printer
 
 
@@ -396,17 +430,36 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
             if shown is None or shown.cursors is None or not _same_file(shown.path, path):
                 raise ConvertError("sweagent_window", f"turn {turn}: cursor edit with no cursors on screen")
             start, end = shown.cursors
-        cmd = line_edit_command(path, start, end, call.body.removesuffix("\n"), ok, then=then,
-                                reject_message=reject)
+        cmd = line_edit_command(
+            path, start, end, call.body.removesuffix("\n"), ok, then=then, reject_message=reject
+        )
     elif (every := _replace_all(call, obs)) is not None:
-        cmd = replace_command(path, [(call.search, call.replace, True)], ok, fail_message=fail, then=then,
-                              reject_message=reject, count=every or None)
+        cmd = replace_command(
+            path,
+            [(call.search, call.replace, True)],
+            ok,
+            fail_message=fail,
+            then=then,
+            reject_message=reject,
+            count=every or None,
+        )
     else:
         shown = state.shown
         if shown is None or not _same_file(shown.path, path):
-            raise ConvertError("sweagent_window", f"turn {turn}: edit(search) with no window of {path} on screen")
-        cmd = window_replace_command(path, shown.first, shown.last, call.search, call.replace, ok,
-                                     fail_message=fail, then=then, reject_message=reject)
+            raise ConvertError(
+                "sweagent_window", f"turn {turn}: edit(search) with no window of {path} on screen"
+            )
+        cmd = window_replace_command(
+            path,
+            shown.first,
+            shown.last,
+            call.search,
+            call.replace,
+            ok,
+            fail_message=fail,
+            then=then,
+            reject_message=reject,
+        )
     return Result(cmd, obs, rc), path
 
 

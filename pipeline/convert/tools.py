@@ -47,7 +47,7 @@ from pipeline.convert.sweagent_window import (
     window_call,
     window_name,
 )
-from pipeline.episode import ConvertError
+from pipeline.core.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
 from pipeline.parsers.sweagent import REVIEW_TOOL
 from pipeline.shell import peel_wrappers
@@ -55,10 +55,31 @@ from pipeline.shell import peel_wrappers
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
-TODO_TOOLS = frozenset({"TodoWrite", "TodoRead", "todo_write", "todo_read", "task_tracker", "update_plan",
-                        "todo", "todos", "write_todos", "update_todos", "manage_todo_list", "SetTodoList",
-                        "memory", "Memory", "save_memory", "read_memory", "write_memory", "add_memory",
-                        "search_memory", "remember", "recall"})
+TODO_TOOLS = frozenset(
+    {
+        "TodoWrite",
+        "TodoRead",
+        "todo_write",
+        "todo_read",
+        "task_tracker",
+        "update_plan",
+        "todo",
+        "todos",
+        "write_todos",
+        "update_todos",
+        "manage_todo_list",
+        "SetTodoList",
+        "memory",
+        "Memory",
+        "save_memory",
+        "read_memory",
+        "write_memory",
+        "add_memory",
+        "search_memory",
+        "remember",
+        "recall",
+    }
+)
 # other harnesses' names for the same file and search tools (input-formats §1.2, §5; synth hermes)
 READ_TOOLS = frozenset({"read_file", "ReadFile", "view_file"})
 WRITE_TOOLS = frozenset({"write_file", "WriteFile", "create_file"})
@@ -68,11 +89,14 @@ SEARCH_TOOLS = frozenset({"search", "grep", "grep_search", "search_files", "sear
 PATCH_TOOLS = frozenset({"apply_patch"})
 SUBMIT_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer|"
-    r"submit_answer|finish_task)$", re.I)
+    r"submit_answer|finish_task)$",
+    re.I,
+)
 INTERRUPTS = frozenset({"C-c", "C-d", "C-z", "ctrl+c", "^C"})
 
 _EXIT_MARKER = re.compile(
-    r"\n*\[(?:The command completed with exit code|Command finished with exit code)\s*(-?\d+)\.?\]\s*$")
+    r"\n*\[(?:The command completed with exit code|Command finished with exit code)\s*(-?\d+)\.?\]\s*$"
+)
 # other harnesses' exit-code notes: Affine bash tool "[exit code: N]", pi "Command exited with
 # code N" (both appended), Claude Code "Exit code N" (prepended); they are not command output
 _TAIL_EXIT = re.compile(r"\n*(?:\[exit code: (-?\d+)\]|Command exited with code (-?\d+))\s*$")
@@ -92,9 +116,19 @@ def _tab_number(m: re.Match[str]) -> str:
     return m.group(1) + "\t"
 
 
-_FAIL_HINTS = ("No replacement was performed", "did not appear verbatim", "Multiple occurrences",
-               "ERROR:", "Error:", "not found", "must appear exactly once", "Invalid", "does not exist",
-               "String to replace not found", "Found 0 matches")
+_FAIL_HINTS = (
+    "No replacement was performed",
+    "did not appear verbatim",
+    "Multiple occurrences",
+    "ERROR:",
+    "Error:",
+    "not found",
+    "must appear exactly once",
+    "Invalid",
+    "does not exist",
+    "String to replace not found",
+    "Found 0 matches",
+)
 
 
 @dataclass
@@ -138,6 +172,7 @@ def _failed(obs: str, rc: int | None) -> bool:
 
 # ---------------------------------------------------------------- bash
 
+
 def _last_line_start(obs: str, end: int) -> int:
     """Where a ``\\n*<one-line note>\\s*$`` match can start at the earliest: the newlines before
     the last non-blank line (the note ends that line, and a match takes every newline before it).
@@ -158,26 +193,32 @@ def split_exit_marker(obs: str) -> tuple[str, int | None]:
     rc = None
     m = _HEAD_EXIT.match(obs)
     if m:
-        rc, obs = int(m.group(1)), obs[m.end():]
+        rc, obs = int(m.group(1)), obs[m.end() :]
     while True:
         # every note is anchored at the end and ends in "]" or a digit: only the tail is searched
         end = rstripped_len(obs)
-        last = obs[end - 1:end]
+        last = obs[end - 1 : end]
         if last != "]" and not last.isdigit():
             return obs, rc
         m = _TAIL_EXIT.search(obs, _last_line_start(obs, end))
         if m:
             rc = int(m.group(1) or m.group(2))
-            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            obs = obs[: m.start()] + (
+                "\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else ""
+            )
             continue
         m = _exit_marker(obs, end) if last == "]" else None
         if m:
             rc = int(m.group(1))
-            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            obs = obs[: m.start()] + (
+                "\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else ""
+            )
             continue
         m = _OH_TRAILERS.search(obs, _last_line_start(obs, end)) if last == "]" else None
         if m:
-            obs = obs[: m.start()] + ("\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else "")
+            obs = obs[: m.start()] + (
+                "\n" if obs[: m.start()] and not obs[: m.start()].endswith("\n") else ""
+            )
             continue
         return obs, rc
 
@@ -253,8 +294,10 @@ def _clipped_view(path: str, body: str, turn: int) -> Action:
     return Action("run", cmd, shown, 0)
 
 
-_HIDDEN_NOTE = re.compile(r"\n+\d+ hidden files/directories in this directory are excluded\. "
-                          r"You can use 'ls -la [^\n]*' to see them\.\s*\Z")
+_HIDDEN_NOTE = re.compile(
+    r"\n+\d+ hidden files/directories in this directory are excluded\. "
+    r"You can use 'ls -la [^\n]*' to see them\.\s*\Z"
+)
 
 
 def _marked_listing(path: str, body: str) -> Action | None:
@@ -272,8 +315,10 @@ def _marked_listing(path: str, body: str) -> Action | None:
         raise ConvertError("unverifiable_listing", f"{path}: not in byte order")
     q = edits.shell_quote(root)
     hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
-    cmd = (f"find -L {q} -maxdepth 2 -not \\( -path {hidden} \\) | LC_ALL=C sort | "
-           "while IFS= read -r p; do if [ -d \"$p\" ]; then echo \"$p/\"; else echo \"$p\"; fi; done")
+    cmd = (
+        f"find -L {q} -maxdepth 2 -not \\( -path {hidden} \\) | LC_ALL=C sort | "
+        'while IFS= read -r p; do if [ -d "$p" ]; then echo "$p/"; else echo "$p"; fi; done'
+    )
     return Action("run", cmd, "\n".join(lines) + "\n", 0)
 
 
@@ -300,8 +345,9 @@ def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int
     cmd = view_command(path, view_range)
     if "view_range" in obs and isinstance(view_range, (list, tuple)) and len(view_range) == 2:
         error = obs.strip("\n")
-        return Action("run", edits.view_range_command(path, int(view_range[0]), int(view_range[1]), error),
-                      error, 1)
+        return Action(
+            "run", edits.view_range_command(path, int(view_range[0]), int(view_range[1]), error), error, 1
+        )
     out, code = _missing(path, cmd, obs, turn)
     return Action("run", cmd, out, code)
 
@@ -380,7 +426,11 @@ def _grep(args: dict[str, Any], obs: str) -> Action:
         flags += "i"
     inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
     cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
-    lines = [ln for ln in obs.splitlines() if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)]
+    lines = [
+        ln
+        for ln in obs.splitlines()
+        if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
+    ]
     out = "".join(ln + "\n" for ln in lines if ln.strip())
     return Action("run", cmd, out, 0 if out else 1)
 
@@ -388,10 +438,14 @@ def _grep(args: dict[str, Any], obs: str) -> Action:
 def _glob(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="*") or "*"
     where = _s(args, "path", default="/testbed") or "/testbed"
-    script = (f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')")
+    script = (
+        f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')"
+    )
     cmd = f"python3 -c {edits.shell_quote(script)}"
     base = where.rstrip("/") + "/"
-    paths = [ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")]
+    paths = [
+        ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")
+    ]
     out = "".join(p + "\n" for p in sorted(paths)) or "\n"
     return Action("run", cmd, out, 0)
 
@@ -413,12 +467,17 @@ def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, tu
     if name == "Write":
         return _create_action(path, _s(args, "content", default="") or "", obs, rc, turn)
     if name == "Edit":
-        pair = (_s(args, "old_string", default="") or "", _s(args, "new_string", default="") or "",
-                bool(args.get("replace_all", False)))
+        pair = (
+            _s(args, "old_string", default="") or "",
+            _s(args, "new_string", default="") or "",
+            bool(args.get("replace_all", False)),
+        )
         return _edit_action(path, [pair], obs, rc)
     if name == "MultiEdit":
-        pairs = [(str(e.get("old_string", "")), str(e.get("new_string", "")), bool(e.get("replace_all", False)))
-                 for e in args.get("edits", []) or []]
+        pairs = [
+            (str(e.get("old_string", "")), str(e.get("new_string", "")), bool(e.get("replace_all", False)))
+            for e in args.get("edits", []) or []
+        ]
         if not pairs:
             raise ConvertError("bad_tool_args", f"turn {turn}: MultiEdit without edits")
         return _edit_action(path, pairs, obs, rc)
@@ -463,8 +522,9 @@ def _list_dir(name: str, args: dict[str, Any], obs: str, turn: int) -> Action:
     raise ConvertError("unverifiable_listing", f"turn {turn}: {name}")
 
 
-def _search_tool(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
-                 state: ToolState) -> Action:
+def _search_tool(
+    name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
+) -> Action:
     """R2E/SWE-agent ``search(search_term, path)`` or a grep-style ``path:line:text`` search."""
     if "search_term" in args:
         words = [str(args["search_term"])] + ([str(args["path"])] if args.get("path") else [])
@@ -494,7 +554,9 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     body = patch.removesuffix("\n")
     delim = edits.heredoc_delimiter(body)
     printer = edits.print_command(obs)
-    return Action("run", f"git apply <<'{delim}'{' && ' + printer if printer else ''}\n{body}\n{delim}", obs, 0)
+    return Action(
+        "run", f"git apply <<'{delim}'{' && ' + printer if printer else ''}\n{body}\n{delim}", obs, 0
+    )
 
 
 # ---------------------------------------------------------------- SWE-agent review-on-submit
@@ -533,13 +595,24 @@ _CONTENT = ("content", "file_text", "text")
 _OLD = ("old_string", "old_str", "oldText", "old_text")
 _NEW = ("new_string", "new_str", "newText", "new_text")
 _EDITOR_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "view": (("path",),), "create": (("path",), ("file_text", "content")), "str_replace": (("path",), ("old_str",)),
-    "insert": (("path",), ("insert_line",), ("new_str",)), "undo_edit": (("path",),)}
+    "view": (("path",),),
+    "create": (("path",), ("file_text", "content")),
+    "str_replace": (("path",), ("old_str",)),
+    "insert": (("path",), ("insert_line",), ("new_str",)),
+    "undo_edit": (("path",),),
+}
 _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "Read": (_PATH,), "Write": (_PATH, ("content",)), "Edit": (_PATH, ("old_string",), ("new_string",)),
-    "MultiEdit": (_PATH, ("edits",)), "read": (_PATH,), "write": (_PATH, _CONTENT), "edit": (_PATH, _OLD, _NEW),
-    **{n: (_PATH,) for n in READ_TOOLS}, **{n: (_PATH, _CONTENT) for n in WRITE_TOOLS},
-    **{n: (_PATH, _NEW) for n in REPLACE_TOOLS}}
+    "Read": (_PATH,),
+    "Write": (_PATH, ("content",)),
+    "Edit": (_PATH, ("old_string",), ("new_string",)),
+    "MultiEdit": (_PATH, ("edits",)),
+    "read": (_PATH,),
+    "write": (_PATH, _CONTENT),
+    "edit": (_PATH, _OLD, _NEW),
+    **{n: (_PATH,) for n in READ_TOOLS},
+    **{n: (_PATH, _CONTENT) for n in WRITE_TOOLS},
+    **{n: (_PATH, _NEW) for n in REPLACE_TOOLS},
+}
 
 
 _ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
@@ -548,11 +621,14 @@ _ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbrev
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
-            raise ConvertError("bad_tool_args", f"turn {turn}: {tool}({', '.join(sorted(args))}) without {names[0]}")
+            raise ConvertError(
+                "bad_tool_args", f"turn {turn}: {tool}({', '.join(sorted(args))}) without {names[0]}"
+            )
 
 
-def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
-                 state: ToolState) -> Action:
+def convert_call(
+    name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
+) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
@@ -590,8 +666,9 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
     if name in WRITE_TOOLS:
         path = _s(args, "path", "file_path", "filename", default="") or ""
         return _create_action(path, _s(args, "content", "file_text", "text", default="") or "", obs, rc, turn)
-    if name in REPLACE_TOOLS and (old_key := next((k for k in ("old_string", "old_str", "oldText", "old_text")
-                                                   if k in args), None)):
+    if name in REPLACE_TOOLS and (
+        old_key := next((k for k in ("old_string", "old_str", "oldText", "old_text") if k in args), None)
+    ):
         path = _s(args, "path", "file_path", "filename", default="") or ""
         new = _s(args, "new_string", "new_str", "newText", "new_text", default="") or ""
         return _edit_action(path, [(str(args[old_key]), new, _truthy(args.get("replace_all")))], obs, rc)
@@ -608,9 +685,14 @@ def convert_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn
         if name == "read":
             rng = _range(args.get("offset"), args.get("limit"))
             end = "$" if rng is None or rng[1] == -1 else rng[1]
-            cmd = (f"cat {edits.shell_quote(path)}" if rng is None
-                   else f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}")
-            if _failed(obs, rc):  # the tool's error is not what cat/sed print: theirs, when the file is missing
+            cmd = (
+                f"cat {edits.shell_quote(path)}"
+                if rng is None
+                else f"sed -n '{rng[0]},{end}p' {edits.shell_quote(path)}"
+            )
+            if _failed(
+                obs, rc
+            ):  # the tool's error is not what cat/sed print: theirs, when the file is missing
                 out, code = _missing(path, cmd, obs, turn)
                 if rng is not None:
                     out, code = f"sed: can't read {path}: No such file or directory\n", 2

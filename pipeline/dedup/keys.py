@@ -33,9 +33,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from pipeline.config import DedupParams
+from pipeline.core.config import DedupParams
+from pipeline.dedup.hashing import GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.dedup.minhash import permutations, sign_block
-from pipeline.hashing import GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.textbytes import utf8_buffers
 from schemas.miniswe import ACTION_REGEX_POLARS
 
@@ -70,7 +70,7 @@ for _c in b"ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ_":
     _CLASS[_c] = _WORD
 for _c in b"abcdefABCDEF":
     _CLASS[_c] = _HEXL
-_CLASS[ord("0"): ord("9") + 1] = _DIGIT
+_CLASS[ord("0") : ord("9") + 1] = _DIGIT
 _CLASS.setflags(write=False)
 
 # Bytes of runs per tokeniser work unit: its ~35 B/byte of temporaries stay in L3.
@@ -80,8 +80,11 @@ _BYTE_CHUNK = 1 << 19
 def commands_from_messages(messages: pl.Expr) -> pl.Expr:
     """The bash command of every assistant message (published-schema runs have no ``commands``)."""
     return messages.list.eval(
-        pl.element().filter(pl.element().struct.field("role") == "assistant")
-        .struct.field("content").str.extract(BASH_FENCE, 1).drop_nulls()
+        pl.element()
+        .filter(pl.element().struct.field("role") == "assistant")
+        .struct.field("content")
+        .str.extract(BASH_FENCE, 1)
+        .drop_nulls()
     )
 
 
@@ -113,7 +116,7 @@ def token_hash(token: bytes) -> int:
     """
     acc = 0
     for j in range(0, len(token), 8):
-        word = int.from_bytes(token[j: j + 8].ljust(8, b"\0"), "little")
+        word = int.from_bytes(token[j : j + 8].ljust(8, b"\0"), "little")
         acc = ((acc * _TOKEN_MUL) + word) & _M64 if j else word
     acc = (acc + len(token) * _LEN_MUL) & _M64
     return int(fmix64(np.array([acc], dtype=np.uint64))[0])
@@ -174,8 +177,11 @@ class _Workspace:
 _POOL: Pool[_Workspace] = Pool(_Workspace)
 
 
-def _segments(values: npt.NDArray[np.uint8] | npt.NDArray[np.bool_], inner: npt.NDArray[np.int64],
-              edge: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _segments(
+    values: npt.NDArray[np.uint8] | npt.NDArray[np.bool_],
+    inner: npt.NDArray[np.int64],
+    edge: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Maximal runs of equal ``values`` that never cross a run boundary: (starts, ends)."""
     n = values.shape[0]
     edge[:1] = True
@@ -199,8 +205,9 @@ def _word_at(words: npt.NDArray[np.uint64], pos: npt.NDArray[np.int64]) -> npt.N
     return low | high
 
 
-def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], ws_: _Workspace
-                    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+def _tokenise_bytes(
+    data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], ws_: _Workspace
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
     """Token hashes of the runs laid out back to back in ``data`` (run k is
     ``data[bounds[k]:bounds[k+1]]``), with the token count of every run.
 
@@ -251,14 +258,16 @@ def _tokenise_bytes(data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], 
     ts, te, k = np.compress(live, seg_s), np.compress(live, seg_e), np.compress(live, k)
     # Hash every token from the 8-byte words of the zero-padded bytes (see token_hash).
     ws_.pad[:n] = data
-    ws_.pad[n: n + 16] = 0
+    ws_.pad[n : n + 16] = 0
     words = ws_.pad.view("<u8")
     ln = te - ts
     acc = _word_at(words, ts) & np.take(_BYTE_MASKS, np.minimum(ln, 8))
     more = np.flatnonzero(ln > 8)
     j = 8
     while more.size:
-        word = _word_at(words, np.take(ts, more) + j) & np.take(_BYTE_MASKS, np.minimum(np.take(ln, more) - j, 8))
+        word = _word_at(words, np.take(ts, more) + j) & np.take(
+            _BYTE_MASKS, np.minimum(np.take(ln, more) - j, 8)
+        )
         acc[more] = np.take(acc, more) * np.uint64(_TOKEN_MUL) + word
         j += 8
         more = np.compress(np.take(ln, more) > j, more)
@@ -277,8 +286,11 @@ def _work_groups(off: npt.NDArray[np.int64], n_threads: int) -> list[list[tuple[
     """Runs cut into ~_BYTE_CHUNK-byte units (a longer run is its own unit), dealt into
     ``n_threads`` groups of consecutive units with about equal bytes."""
     n_runs = off.shape[0] - 1
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(off, np.arange(off[0], off[-1], _BYTE_CHUNK),
-                                                          side="right") - 1, [n_runs]]))
+    cuts = np.unique(
+        np.concatenate(
+            [[0], np.searchsorted(off, np.arange(off[0], off[-1], _BYTE_CHUNK), side="right") - 1, [n_runs]]
+        )
+    )
     units = [(int(cuts[i]), int(cuts[i + 1])) for i in range(cuts.shape[0] - 1) if cuts[i + 1] > cuts[i]]
     ends = np.array([off[u[1]] - off[0] for u in units], dtype=np.float64)
     total = max(float(off[-1] - off[0]), 1.0)
@@ -306,7 +318,7 @@ def _map_units(streams: pl.Series, threads: int | None, fn: _UnitFn[_T]) -> list
             out = []
             for r0, r1 in group:
                 lo = int(off[r0])
-                out.append(fn(data[lo: int(off[r1])], off[r0: r1 + 1] - lo, space, r0, r1))
+                out.append(fn(data[lo : int(off[r1])], off[r0 : r1 + 1] - lo, space, r0, r1))
         return out
 
     if len(groups) > 1:
@@ -315,18 +327,19 @@ def _map_units(streams: pl.Series, threads: int | None, fn: _UnitFn[_T]) -> list
     return [r for g in groups for r in work(g)]
 
 
-def token_hashes_flat(streams: pl.Series, threads: int | None = None
-                      ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+def token_hashes_flat(
+    streams: pl.Series, threads: int | None = None
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
     """Token hashes of ``_premask``-ed streams (nulls count as empty), flat, with per-run counts."""
     if streams.len() == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-    parts = _map_units(streams, threads,
-                       lambda d, bounds, space, _r0, _r1: _tokenise_bytes(d, bounds, space))
+    parts = _map_units(streams, threads, lambda d, bounds, space, _r0, _r1: _tokenise_bytes(d, bounds, space))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def minhash_signatures(streams: pl.Series, params: DedupParams, threads: int | None = None
-                       ) -> npt.NDArray[np.uint32]:
+def minhash_signatures(
+    streams: pl.Series, params: DedupParams, threads: int | None = None
+) -> npt.NDArray[np.uint32]:
     """(n_runs, num_perm) MinHash signatures of ``_premask``-ed streams, fused per work unit:
     bytes -> tokens -> shingles -> signature rows stay in cache, and no batch-sized token or
     shingle array is ever allocated. Equal to ``signatures(*shingle_hashes(streams))``."""
@@ -335,7 +348,9 @@ def minhash_signatures(streams: pl.Series, params: DedupParams, threads: int | N
     if streams.len() == 0:
         return out
 
-    def unit(d: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], space: _Workspace, r0: int, r1: int) -> None:
+    def unit(
+        d: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], space: _Workspace, r0: int, r1: int
+    ) -> None:
         th, counts = _tokenise_bytes(d, bounds, space)
         hashes, sh_off = shingles_from_flat(th, counts, params.shingle)
         sign_block(hashes, np.diff(sh_off), a, b, out[r0:r1])
@@ -353,8 +368,9 @@ def _partitioned(frame: pl.LazyFrame, height: int, exprs: list[pl.Expr]) -> pl.D
     return pl.concat(lazies, how="vertical", parallel=True).collect()
 
 
-def shingles_from_flat(th: npt.NDArray[np.uint64], counts: npt.NDArray[np.int64], shingle: int
-                       ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+def shingles_from_flat(
+    th: npt.NDArray[np.uint64], counts: npt.NDArray[np.int64], shingle: int
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
     """32-bit hashes of the ``shingle``-token windows of every run, flat, with per-run offsets.
 
     ``th`` holds the token hashes of all runs back to back, run ``i`` owning ``counts[i]``.
@@ -383,7 +399,9 @@ def shingles_from_flat(th: npt.NDArray[np.uint64], counts: npt.NDArray[np.int64]
     short = np.flatnonzero((counts > 0) & (counts < w))
     if short.size:
         s_idx = np.repeat(tok_off[:-1][short], counts[short])
-        within = np.arange(s_idx.shape[0]) - np.repeat(np.cumsum(counts[short]) - counts[short], counts[short])
+        within = np.arange(s_idx.shape[0]) - np.repeat(
+            np.cumsum(counts[short]) - counts[short], counts[short]
+        )
         powers = np.array([pow(_SHINGLE_MUL, k, 1 << 64) for k in range(w)], dtype=np.uint64)
         terms = th[s_idx + within] * powers[within]
         g[tok_off[:-1][short]] = np.add.reduceat(terms, np.cumsum(counts[short]) - counts[short])
@@ -409,23 +427,31 @@ def canonical_messages(messages: pl.Expr) -> pl.Expr:
     role = pl.element().struct.field("role")
     content = pl.element().struct.field("content").fill_null("")
     return messages.list.eval(
-        pl.concat_str([role, content.str.len_bytes().cast(pl.Utf8), content], separator="\x1f")
-        .filter(role != "system")
+        pl.concat_str([role, content.str.len_bytes().cast(pl.Utf8), content], separator="\x1f").filter(
+            role != "system"
+        )
     ).list.join("\x1e")
 
 
 def _sha256_hex(canon: pl.Series) -> pl.Series:
-    return pl.Series("exact_hash", [hashlib.sha256(c.encode()).hexdigest() for c in canon.fill_null("").to_list()],
-                     dtype=pl.Utf8)
+    return pl.Series(
+        "exact_hash",
+        [hashlib.sha256(c.encode()).hexdigest() for c in canon.fill_null("").to_list()],
+        dtype=pl.Utf8,
+    )
 
 
 def add_dedup_keys(batch: pl.DataFrame, params: DedupParams) -> pl.DataFrame:
     """``batch`` plus ``exact_hash`` (Utf8) and ``minhash`` (List[UInt32], ``params.num_perm``)."""
     cmds = pl.col("commands") if "commands" in batch.columns else commands_from_messages(pl.col("messages"))
-    keys = _partitioned(batch.lazy(), batch.height, [
-        _premask(cmds).alias("pre"),
-        canonical_messages(pl.col("messages")).alias("canon"),
-    ])
+    keys = _partitioned(
+        batch.lazy(),
+        batch.height,
+        [
+            _premask(cmds).alias("pre"),
+            canonical_messages(pl.col("messages")).alias("canon"),
+        ],
+    )
     sig = minhash_signatures(keys.get_column("pre"), params)
     minhash = pl.Series("minhash", sig.ravel()).reshape((batch.height, params.num_perm)).arr.to_list()
     return batch.with_columns(_sha256_hex(keys.get_column("canon")), minhash.alias("minhash"))

@@ -14,9 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from pipeline.dedup.hashing import BAND_MIX as _MIX
+from pipeline.dedup.hashing import fmix64
 from pipeline.dedup.minhash import is_empty
-from pipeline.hashing import BAND_MIX as _MIX
-from pipeline.hashing import fmix64
 
 # Bands whose key is shared by more runs than this link them as a chain (sorted by index)
 # instead of all pairs, so a degenerate band cannot blow up quadratically.
@@ -39,15 +39,18 @@ def band_keys(sig: npt.NDArray[np.uint32], bands: int, rows: int) -> npt.NDArray
 
 def _band_frame(keys: npt.NDArray[np.uint64], ids: npt.NDArray[np.int64]) -> pl.DataFrame:
     n, bands = keys.shape
-    return pl.DataFrame({
-        "band": np.tile(np.arange(bands, dtype=np.int16), n),
-        "key": keys.ravel(),
-        "idx": np.repeat(ids, bands),
-    })
+    return pl.DataFrame(
+        {
+            "band": np.tile(np.arange(bands, dtype=np.int16), n),
+            "key": keys.ravel(),
+            "idx": np.repeat(ids, bands),
+        }
+    )
 
 
-def candidate_pairs(sig: npt.NDArray[np.uint32], bands: int, rows: int,
-                    probe: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.int64]:
+def candidate_pairs(
+    sig: npt.NDArray[np.uint32], bands: int, rows: int, probe: npt.NDArray[np.bool_] | None = None
+) -> npt.NDArray[np.int64]:
     """Unique (i, j) index pairs, i < j, sharing at least one band.
 
     ``probe`` (optional mask) restricts the output to pairs with at least one probe row: held
@@ -70,12 +73,16 @@ def candidate_pairs(sig: npt.NDArray[np.uint32], bands: int, rows: int,
         sizes = sizes.filter(pl.col("has_probe"))
     shared = frame.join(sizes.select("band", "key", "n"), on=["band", "key"], how="inner")
     small = shared.filter(pl.col("n") <= MAX_GROUP)
-    pairs = (
-        small.join(small.select("band", "key", pl.col("idx").alias("other"),
-                                *([pl.col("probe").alias("other_probe")] if probe is not None else [])),
-                   on=["band", "key"], how="inner")
-        .filter(pl.col("idx") < pl.col("other"))
-    )
+    pairs = small.join(
+        small.select(
+            "band",
+            "key",
+            pl.col("idx").alias("other"),
+            *([pl.col("probe").alias("other_probe")] if probe is not None else []),
+        ),
+        on=["band", "key"],
+        how="inner",
+    ).filter(pl.col("idx") < pl.col("other"))
     if probe is not None:
         pairs = pairs.filter(pl.col("probe") | pl.col("other_probe"))
     pairs = pairs.select("idx", "other")
@@ -92,8 +99,9 @@ def candidate_pairs(sig: npt.NDArray[np.uint32], bands: int, rows: int,
     return out.to_numpy().astype(np.int64).reshape(-1, 2)
 
 
-def verify(sig: npt.NDArray[np.uint32], pairs: npt.NDArray[np.int64],
-           threshold: float) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+def verify(
+    sig: npt.NDArray[np.uint32], pairs: npt.NDArray[np.int64], threshold: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Pairs whose estimated Jaccard is >= ``threshold``, with that estimate."""
     if pairs.shape[0] == 0:
         return pairs, np.zeros(0, dtype=np.float64)

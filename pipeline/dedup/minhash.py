@@ -10,6 +10,7 @@ memory but the input. numpy needed one pass over memory per permutation (8x data
 bench/dedup.py); this is ~10x that. ``cache=True`` keeps the compiled kernel on disk, so worker
 processes do not pay the compile again.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.hashing import MURMUR32_C1, MURMUR32_C2
+from pipeline.dedup.hashing import MURMUR32_C1, MURMUR32_C2
 
 MAX_HASH = np.uint32(0xFFFFFFFF)  # datasketch's "empty" value (no shingle seen)
 
@@ -41,8 +42,13 @@ def permutations(num_perm: int, seed: int) -> tuple[npt.NDArray[np.uint32], npt.
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def _sign_kernel(h: npt.NDArray[np.uint32], off: npt.NDArray[np.int64], a: npt.NDArray[np.uint32],
-                 b: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32]) -> None:  # pragma: no cover - compiled
+def _sign_kernel(
+    h: npt.NDArray[np.uint32],
+    off: npt.NDArray[np.int64],
+    a: npt.NDArray[np.uint32],
+    b: npt.NDArray[np.uint32],
+    out: npt.NDArray[np.uint32],
+) -> None:  # pragma: no cover - compiled
     n_perm = a.shape[0]
     mins = np.empty(n_perm, np.uint32)
     for d in range(off.shape[0] - 1):
@@ -64,8 +70,13 @@ def _sign_kernel(h: npt.NDArray[np.uint32], off: npt.NDArray[np.int64], a: npt.N
             out[d, k] = mins[k]
 
 
-def sign_block(hashes: npt.NDArray[np.uint32], lens: npt.NDArray[np.int64], a: npt.NDArray[np.uint32],
-               b: npt.NDArray[np.uint32], out: npt.NDArray[np.uint32]) -> None:
+def sign_block(
+    hashes: npt.NDArray[np.uint32],
+    lens: npt.NDArray[np.int64],
+    a: npt.NDArray[np.uint32],
+    b: npt.NDArray[np.uint32],
+    out: npt.NDArray[np.uint32],
+) -> None:
     """Fill ``out`` (docs x perms) for consecutive documents of ``lens`` raw hashes each, in the
     calling thread (the kernel releases the GIL); empty documents get ``MAX_HASH``."""
     off = np.zeros(lens.shape[0] + 1, dtype=np.int64)
@@ -73,8 +84,13 @@ def sign_block(hashes: npt.NDArray[np.uint32], lens: npt.NDArray[np.int64], a: n
     _sign_kernel(np.ascontiguousarray(hashes, dtype=np.uint32), off, a, b, out)
 
 
-def signatures(hashes: npt.ArrayLike, offsets: npt.ArrayLike, num_perm: int = 128, seed: int = 1,
-               threads: int | None = None) -> npt.NDArray[np.uint32]:
+def signatures(
+    hashes: npt.ArrayLike,
+    offsets: npt.ArrayLike,
+    num_perm: int = 128,
+    seed: int = 1,
+    threads: int | None = None,
+) -> npt.NDArray[np.uint32]:
     """MinHash signatures of many documents at once.
 
     ``hashes`` holds the 32-bit shingle hashes of all documents back to back; document ``i`` owns
@@ -93,15 +109,18 @@ def signatures(hashes: npt.ArrayLike, offsets: npt.ArrayLike, num_perm: int = 12
     out = np.empty((n_docs, num_perm), dtype=np.uint32)
     if n_docs == 0:
         return out
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(off, np.arange(0, h.shape[0], _CHUNK), side="right") - 1,
-                                     [n_docs]]))
+    cuts = np.unique(
+        np.concatenate(
+            [[0], np.searchsorted(off, np.arange(0, h.shape[0], _CHUNK), side="right") - 1, [n_docs]]
+        )
+    )
     blocks = [(int(cuts[i]), int(cuts[i + 1])) for i in range(cuts.shape[0] - 1) if cuts[i + 1] > cuts[i]]
     n_threads = max(1, min(threads if threads is not None else min(2, os.cpu_count() or 1), len(blocks)))
 
     def run(group: int) -> None:
         # Blocks dealt round-robin (they are about equal in size); the kernel releases the GIL.
         for d0, d1 in blocks[group::n_threads]:
-            _sign_kernel(h, off[d0:d1 + 1], a, b, out[d0:d1])
+            _sign_kernel(h, off[d0 : d1 + 1], a, b, out[d0:d1])
 
     if n_threads > 1:
         with ThreadPoolExecutor(n_threads) as pool:

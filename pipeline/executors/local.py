@@ -46,8 +46,13 @@ class LocalExecutor:
     def __init__(self, workers: int = 2) -> None:
         self.workers = max(1, workers)
 
-    def map(self, fn: Callable[..., R], items: Sequence[T], *args: Any,
-            on_done: Callable[[int, R], None] | None = None) -> list[R]:
+    def map(
+        self,
+        fn: Callable[..., R],
+        items: Sequence[T],
+        *args: Any,
+        on_done: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
         if self.workers == 1 or len(items) <= 1:
             out = []
             for i, item in enumerate(items):
@@ -58,8 +63,12 @@ class LocalExecutor:
             return out
         results: dict[int, R] = {}
         # spawn: polars/arrow thread pools do not survive fork safely
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=mp.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, len(items)),
+            mp_context=mp.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(os.getpid(),),
+        )
         try:
             futures = {pool.submit(fn, item, *args): i for i, item in enumerate(items)}
             for fut in as_completed(futures):

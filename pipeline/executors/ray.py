@@ -45,8 +45,14 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, workers: int = 2, address: str | None = None, *,
-                 max_in_flight: int | None = None, object_store_memory: int | None = None) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        address: str | None = None,
+        *,
+        max_in_flight: int | None = None,
+        object_store_memory: int | None = None,
+    ) -> None:
         self.ray = import_ray()  # fail at construction, before any work is listed or read
         self.workers = max(1, workers)
         self.address = address
@@ -59,15 +65,23 @@ class RayExecutor:
         ray = self.ray
         if ray.is_initialized():
             return False
-        quiet: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False,
-                                 "logging_level": logging.ERROR}
+        quiet: dict[str, Any] = {
+            "ignore_reinit_error": True,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+        }
         if self.address:
             ray.init(address=self.address, **quiet)
         else:
             # "local" (not None): never attach to a cluster named by RAY_ADDRESS by accident;
             # connecting is what --ray-address is for
-            ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                     object_store_memory=self.object_store_memory, **quiet)
+            ray.init(
+                address="local",
+                num_cpus=self.workers,
+                include_dashboard=False,
+                object_store_memory=self.object_store_memory,
+                **quiet,
+            )
         return True
 
     def _bound(self) -> int:
@@ -79,8 +93,13 @@ class RayExecutor:
             cpus = self.workers
         return 2 * max(1, cpus)  # one running and one queued per CPU keeps every core busy
 
-    def map(self, fn: Callable[..., R], items: Sequence[T], *args: Any,
-            on_done: Callable[[int, R], None] | None = None) -> list[R]:
+    def map(
+        self,
+        fn: Callable[..., R],
+        items: Sequence[T],
+        *args: Any,
+        on_done: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
         if not items:
             return []
         ray = self.ray
@@ -91,8 +110,14 @@ class RayExecutor:
             if started:
                 ray.shutdown()
 
-    def _map(self, ray: ModuleType, fn: Callable[..., R], items: Sequence[T], args: tuple[Any, ...],
-             on_done: Callable[[int, R], None] | None) -> list[R]:
+    def _map(
+        self,
+        ray: ModuleType,
+        fn: Callable[..., R],
+        items: Sequence[T],
+        args: tuple[Any, ...],
+        on_done: Callable[[int, R], None] | None,
+    ) -> list[R]:
         # the shared arguments (config, work dir) go to the object store once, not once per task
         shared = [ray.put(a) for a in args]
         # a retried task reruns fn on the same item: process_unit is idempotent (atomic cache
@@ -120,4 +145,3 @@ class RayExecutor:
                 ray.cancel(ref, force=False)
             raise
         return [results[i] for i in range(len(items))]
-

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipeline.hashing import LINE_SEED
+from pipeline.dedup.hashing import LINE_SEED
 from pipeline.leaks.ngrams import bitmap, gram_hashes, gram_starts, is_in_sorted, maybe_in, token_hashes
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
 
@@ -69,10 +69,16 @@ class BatchLines:
 
     @classmethod
     def of(cls, texts: pl.DataFrame) -> BatchLines:
-        lines = (texts.select(pl.concat_list("task", "actions", "outputs").alias("x"),
-                              pl.lit([TASK, ACTIONS, OUTPUTS], dtype=pl.List(pl.Int8)).alias("part"))
-                 .with_row_index("doc").explode("x", "part")
-                 .with_columns(pl.col("x").str.split("\n")).explode("x"))
+        lines = (
+            texts.select(
+                pl.concat_list("task", "actions", "outputs").alias("x"),
+                pl.lit([TASK, ACTIONS, OUTPUTS], dtype=pl.List(pl.Int8)).alias("part"),
+            )
+            .with_row_index("doc")
+            .explode("x", "part")
+            .with_columns(pl.col("x").str.split("\n"))
+            .explode("x")
+        )
         distinct = lines.select(pl.col("x").unique(maintain_order=True)).with_row_index("lid")
         lid = lines.select("x").join(distinct, on="x", how="left", maintain_order="left")["lid"]
         return cls(lines["doc"].to_numpy(), lines["part"].to_numpy(), lid.to_numpy(), distinct["x"])
@@ -96,7 +102,6 @@ class BatchLines:
         return np.repeat(self.doc, c), h[idx], in_vocab[idx]
 
 
-
 @dataclass
 class BenchmarkIndex:
     """The benchmark instances as lookup tables: ids, gold-patch line hashes, statement n-grams."""
@@ -116,24 +121,38 @@ class BenchmarkIndex:
     @classmethod
     def build(cls, benchmarks: pl.DataFrame) -> BenchmarkIndex:
         """Index a benchmarks table (benchmark, instance_id, repo, base_commit, problem_statement, patch)."""
-        b = (benchmarks.select(
-            pl.col("benchmark").cast(pl.Utf8).fill_null(""), pl.col("instance_id").cast(pl.Utf8),
-            pl.col("repo").cast(pl.Utf8).fill_null(""), pl.col("base_commit").cast(pl.Utf8).fill_null(""),
-            pl.col("problem_statement").cast(pl.Utf8).fill_null(""), pl.col("patch").cast(pl.Utf8).fill_null(""))
+        b = (
+            benchmarks.select(
+                pl.col("benchmark").cast(pl.Utf8).fill_null(""),
+                pl.col("instance_id").cast(pl.Utf8),
+                pl.col("repo").cast(pl.Utf8).fill_null(""),
+                pl.col("base_commit").cast(pl.Utf8).fill_null(""),
+                pl.col("problem_statement").cast(pl.Utf8).fill_null(""),
+                pl.col("patch").cast(pl.Utf8).fill_null(""),
+            )
             .drop_nulls("instance_id")
-            .group_by("instance_id", maintain_order=True).agg(
+            .group_by("instance_id", maintain_order=True)
+            .agg(
                 pl.col("benchmark").unique(maintain_order=True).str.join(","),
-                pl.col("repo").first(), pl.col("base_commit").first(),
+                pl.col("repo").first(),
+                pl.col("base_commit").first(),
                 pl.col("problem_statement").sort_by(pl.col("problem_statement").str.len_bytes()).last(),
-                pl.col("patch").sort_by(pl.col("patch").str.len_bytes()).last()))
+                pl.col("patch").sort_by(pl.col("patch").str.len_bytes()).last(),
+            )
+        )
         inst = b.with_row_index("inst").with_columns(
-            pl.col("repo").map_elements(repo_key, return_dtype=pl.Utf8).alias("repo_key"))
+            pl.col("repo").map_elements(repo_key, return_dtype=pl.Utf8).alias("repo_key")
+        )
         # Gold patch: distinctive added lines, hashed exactly like run lines.
         patches = inst["patch"].to_list()
         gold = [(i, ln) for i, p in enumerate(patches) for ln in diff_side(p, "+")]
-        g = pl.DataFrame({"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
-                         schema={"inst": pl.UInt32, "x": pl.Utf8})
-        g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=LINE_SEED).alias("h")).unique()
+        g = pl.DataFrame(
+            {"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
+            schema={"inst": pl.UInt32, "x": pl.Utf8},
+        )
+        g = g.select(
+            "inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=LINE_SEED).alias("h")
+        ).unique()
         gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
         # an addition (``+line``) in a text that also names the gold patch's file (a printed patch).
@@ -155,11 +174,19 @@ class BenchmarkIndex:
         covered = np.zeros(len(h), dtype=bool)
         for k in range(STATEMENT_NGRAM):
             covered[kept + k] = True
-        return cls(inst=inst, ids=inst.select("instance_id", "inst"), gold=g.join(gold_total.select("inst"), on="inst"),
-                   gold_total=gold_total, small=g.join(one, on="inst"),
-                   small_paths={i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p) for i, p in enumerate(patches)},
-                   stmt=stmt, stmt_total=stmt_total, stmt_grams=stmt_grams, stmt_bits=bitmap(stmt_grams),
-                   vocab_bits=bitmap(h[covered]))
+        return cls(
+            inst=inst,
+            ids=inst.select("instance_id", "inst"),
+            gold=g.join(gold_total.select("inst"), on="inst"),
+            gold_total=gold_total,
+            small=g.join(one, on="inst"),
+            small_paths={i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p) for i, p in enumerate(patches)},
+            stmt=stmt,
+            stmt_total=stmt_total,
+            stmt_grams=stmt_grams,
+            stmt_bits=bitmap(stmt_grams),
+            vocab_bits=bitmap(h[covered]),
+        )
 
 
 def run_texts(batch: pl.DataFrame) -> pl.DataFrame:
@@ -167,17 +194,26 @@ def run_texts(batch: pl.DataFrame) -> pl.DataFrame:
     role = pl.element().struct.field("role")
     content = pl.element().struct.field("content")
     return batch.select(
-        actions=pl.concat_str([
-            pl.col("messages").list.eval(content.filter(role == "assistant")).list.join("\n"),
-            pl.col("commands").list.join("\n")], separator="\n", ignore_nulls=True),
+        actions=pl.concat_str(
+            [
+                pl.col("messages").list.eval(content.filter(role == "assistant")).list.join("\n"),
+                pl.col("commands").list.join("\n"),
+            ],
+            separator="\n",
+            ignore_nulls=True,
+        ),
         task=pl.col("messages").list.eval(content.filter(role != "system")).list.first().fill_null(""),
         outputs=pl.col("outputs").list.join("\n").fill_null(""),
     )
 
 
 def _hits(doc: pl.Expr | str, inst: pl.Expr | str, reason: str, score: pl.Expr | float) -> list[pl.Expr]:
-    return [pl.col(doc) if isinstance(doc, str) else doc, pl.col(inst) if isinstance(inst, str) else inst,
-            pl.lit(reason).alias("reason"), (pl.lit(score) if isinstance(score, float) else score).alias("score")]
+    return [
+        pl.col(doc) if isinstance(doc, str) else doc,
+        pl.col(inst) if isinstance(inst, str) else inst,
+        pl.lit(reason).alias("reason"),
+        (pl.lit(score) if isinstance(score, float) else score).alias("score"),
+    ]
 
 
 def _printed_in_patch(text: str, paths: list[str], added: list[str]) -> bool:
@@ -199,15 +235,26 @@ def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
     holds "__")."""
     distinct = lines.distinct
     has_id = distinct.str.contains("__", literal=True).to_numpy()
-    id_lines = pl.DataFrame({"lid": np.flatnonzero(has_id).astype(np.uint32),
-                             "tok": distinct.filter(has_id).str.extract_all(ID_TOKEN)})
-    ids = (id_lines.explode("tok").drop_nulls().join(index.ids, left_on="tok", right_on="instance_id")
-           .join(lines.frame(has_id[lines.lid]), on="lid").select("doc", "inst").unique())
+    id_lines = pl.DataFrame(
+        {
+            "lid": np.flatnonzero(has_id).astype(np.uint32),
+            "tok": distinct.filter(has_id).str.extract_all(ID_TOKEN),
+        }
+    )
+    ids = (
+        id_lines.explode("tok")
+        .drop_nulls()
+        .join(index.ids, left_on="tok", right_on="instance_id")
+        .join(lines.frame(has_id[lines.lid]), on="lid")
+        .select("doc", "inst")
+        .unique()
+    )
     return ids.select(_hits("doc", "inst", "instance_id", 1.0))
 
 
-def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame,
-                    batch: pl.DataFrame | None = None) -> list[pl.DataFrame]:
+def gold_patch_hits(
+    index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame, batch: pl.DataFrame | None = None
+) -> list[pl.DataFrame]:
     """Gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
     Only those lines are normalised: ``+`` lines of task and outputs, every line of the actions."""
     distinct = lines.distinct
@@ -215,32 +262,63 @@ def gold_patch_hits(index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFram
     plus = raw_plus[lines.lid] & (lines.part != ACTIONS)
     wanted = plus | (lines.part == ACTIONS)
     need = np.unique(lines.lid[wanted])
-    normed = (pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
-              .with_columns(norm_lines_expr(pl.col("x")).alias("x")).filter(pl.col("x").str.len_chars() >= 12)
-              .select("lid", pl.col("x").hash(seed=LINE_SEED).alias("h")))
+    normed = (
+        pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
+        .with_columns(norm_lines_expr(pl.col("x")).alias("x"))
+        .filter(pl.col("x").str.len_chars() >= 12)
+        .select("lid", pl.col("x").hash(seed=LINE_SEED).alias("h"))
+    )
     hits: list[pl.DataFrame] = []
     if index.gold.height:
-        found = lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
+        found = (
+            lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
+        )
         # A gold line the run's own checkout printed as source before anything else showed it is the code
         # of a fix merged before this checkout, not a leak: those (doc, h) pairs are removed.
         quoted = quoted_from_checkout(found, batch) if batch is not None else None
         if quoted is not None and quoted.height:
             found = found.join(quoted, on=["doc", "h"], how="anti")
-        m = (found.group_by("doc", "inst").len("n").join(index.gold_total, on="inst")
-             .filter((pl.col("n") >= pl.min_horizontal(pl.col("total"), pl.lit(GOLD_MIN_LINES)))
-                     & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)))
+        m = (
+            found.group_by("doc", "inst")
+            .len("n")
+            .join(index.gold_total, on="inst")
+            .filter(
+                (pl.col("n") >= pl.min_horizontal(pl.col("total"), pl.lit(GOLD_MIN_LINES)))
+                & (pl.col("n") / pl.col("total") >= GOLD_CONTAINMENT)
+            )
+        )
         hits.append(m.select(_hits("doc", "inst", "gold_patch", pl.col("n") / pl.col("total"))))
     if index.small.height:
-        cand = (lines.frame(plus).join(normed, on="lid").select("doc", "h").unique().join(index.small, on="h")
-                .select("doc", "inst").unique())
+        cand = (
+            lines.frame(plus)
+            .join(normed, on="lid")
+            .select("doc", "h")
+            .unique()
+            .join(index.small, on="h")
+            .select("doc", "inst")
+            .unique()
+        )
         # few candidates; a path (no whitespace) never spans the "\n" between the parts
         rows = {d: texts.row(d) for d in cand["doc"].unique().to_list()}
-        pairs = [(d, i) for d, i in cand.iter_rows()
-                 if any(_printed_in_patch(x, index.small_paths[i], diff_side(index.inst["patch"][i], "+"))
-                        for x in rows[d])]
-        hits.append(pl.DataFrame({"doc": [d for d, _ in pairs], "inst": [i for _, i in pairs],
-                                  "reason": ["gold_patch"] * len(pairs), "score": [1.0] * len(pairs)},
-                                 schema=_HIT_SCHEMA))
+        pairs = [
+            (d, i)
+            for d, i in cand.iter_rows()
+            if any(
+                _printed_in_patch(x, index.small_paths[i], diff_side(index.inst["patch"][i], "+"))
+                for x in rows[d]
+            )
+        ]
+        hits.append(
+            pl.DataFrame(
+                {
+                    "doc": [d for d, _ in pairs],
+                    "inst": [i for _, i in pairs],
+                    "reason": ["gold_patch"] * len(pairs),
+                    "score": [1.0] * len(pairs),
+                },
+                schema=_HIT_SCHEMA,
+            )
+        )
     return hits
 
 
@@ -268,7 +346,9 @@ def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFra
         commands, outputs = row["commands"] or [], row["outputs"] or []
         first: dict[int, bool] = {}  # h -> first seen as the checkout's plain source
         for k in range(max(len(thoughts), len(commands), len(outputs))):
-            action = "\n".join([thoughts[k] if k < len(thoughts) else "", commands[k] if k < len(commands) else ""])
+            action = "\n".join(
+                [thoughts[k] if k < len(thoughts) else "", commands[k] if k < len(commands) else ""]
+            )
             for h in set(_line_hash(action.split("\n"))) & want:
                 first.setdefault(h, False)
             obs = (outputs[k] if k < len(outputs) else "").split("\n")
@@ -292,9 +372,14 @@ def statement_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
     doc, g = doc[pos][maybe], g[maybe]
     hit = is_in_sorted(g, index.stmt_grams)
     grams = pl.DataFrame({"doc": doc[hit], "g": g[hit]}, schema={"doc": pl.UInt32, "g": pl.UInt64}).unique()
-    m = (grams.join(index.stmt, on="g").group_by("doc", "inst").len("n").join(index.stmt_total, on="inst")
-         .with_columns(score=pl.col("n") / pl.col("total"))
-         .filter(pl.col("score") >= STATEMENT_CONTAINMENT))
+    m = (
+        grams.join(index.stmt, on="g")
+        .group_by("doc", "inst")
+        .len("n")
+        .join(index.stmt_total, on="inst")
+        .with_columns(score=pl.col("n") / pl.col("total"))
+        .filter(pl.col("score") >= STATEMENT_CONTAINMENT)
+    )
     return m.select(_hits("doc", "inst", "problem_statement", pl.col("score")))
 
 
@@ -302,19 +387,40 @@ def best_hits(index: BenchmarkIndex, batch: pl.DataFrame, hits: list[pl.DataFram
     """One hit per run (doc, reason, benchmark, b_id, score): the first reason of REASON_ORDER, best
     score; a run's own task (same instance, or same repository at the same commit) is no leak."""
     runs = batch.select(
-        pl.col("instance_id").fill_null(""), pl.col("base_commit").fill_null(""),
+        pl.col("instance_id").fill_null(""),
+        pl.col("base_commit").fill_null(""),
         pl.col("repo").fill_null("").map_elements(repo_key, return_dtype=pl.Utf8).alias("repo_key"),
     ).with_row_index("doc")
-    allh = pl.concat([h.with_columns(pl.col("doc").cast(pl.UInt32), pl.col("inst").cast(pl.UInt32),
-                                     pl.col("score").cast(pl.Float64)) for h in hits])
-    allh = (allh.join(runs, on="doc")
-            .join(index.inst.select("inst", pl.col("instance_id").alias("b_id"), "benchmark",
-                                    pl.col("repo_key").alias("b_repo"), pl.col("base_commit").alias("b_commit")),
-                  on="inst"))
+    allh = pl.concat(
+        [
+            h.with_columns(
+                pl.col("doc").cast(pl.UInt32),
+                pl.col("inst").cast(pl.UInt32),
+                pl.col("score").cast(pl.Float64),
+            )
+            for h in hits
+        ]
+    )
+    allh = allh.join(runs, on="doc").join(
+        index.inst.select(
+            "inst",
+            pl.col("instance_id").alias("b_id"),
+            "benchmark",
+            pl.col("repo_key").alias("b_repo"),
+            pl.col("base_commit").alias("b_commit"),
+        ),
+        on="inst",
+    )
     # The run's own task being this instance is task_dedup's business, not a leak.
     same = (pl.col("instance_id") == pl.col("b_id")) | (
-        (pl.col("base_commit") != "") & (pl.col("base_commit") == pl.col("b_commit"))
-        & (pl.col("repo_key") == pl.col("b_repo")))
+        (pl.col("base_commit") != "")
+        & (pl.col("base_commit") == pl.col("b_commit"))
+        & (pl.col("repo_key") == pl.col("b_repo"))
+    )
     order = pl.col("reason").replace_strict(REASON_ORDER, return_dtype=pl.Int8)
-    return (allh.filter(~same).sort(["doc", order, pl.col("score")], descending=[False, False, True])
-            .group_by("doc", maintain_order=True).first())
+    return (
+        allh.filter(~same)
+        .sort(["doc", order, pl.col("score")], descending=[False, False, True])
+        .group_by("doc", maintain_order=True)
+        .first()
+    )

@@ -29,13 +29,17 @@ FETCH_ERROR = re.compile(
     r"network is unreachable|name or service not known|urlopen error|max retries exceeded|connectionerror|"
     r"^fatal:|^error:|^curl: \(\d+\)|unable to access|repository not found|could not read from remote|"
     r"rate limit exceeded|bad credentials|permission denied|\"message\":\s*\"not found\"|no such file|"
-    r"command not found|ERROR: |Traceback \(most recent call last\)|timed out", re.M)
+    r"command not found|ERROR: |Traceback \(most recent call last\)|timed out",
+    re.M,
+)
 _PKG_OK = re.compile(r"Successfully (?:installed|downloaded)|^Saved \S+|^Installed \d+ package", re.M)
 BUG_SUBJECT = re.compile(
-    r"(?m)^(?:[*|\\/ ]*(?:commit )?[0-9a-f]{7,40}\s+(?:\([^)\n]*\)\s+)?|\s{4})(?:Bug Patch|Remove F2P Tests)\s*$")
+    r"(?m)^(?:[*|\\/ ]*(?:commit )?[0-9a-f]{7,40}\s+(?:\([^)\n]*\)\s+)?|\s{4})(?:Bug Patch|Remove F2P Tests)\s*$"
+)
 _GIT_TRANSFER = re.compile(
     r"(?m)^From \S+$|^\s*\* \[new (?:branch|tag|ref)\]|^\s*[0-9a-f]{7,}\.\.[0-9a-f]{7,}\s+\S+\s+->|"
-    r"^Cloning into |^Receiving objects: |^Unpacking objects: |^Updating [0-9a-f]{7,}\.\.[0-9a-f]{7,}$|^Fast-forward$")
+    r"^Cloning into |^Receiving objects: |^Unpacking objects: |^Updating [0-9a-f]{7,}\.\.[0-9a-f]{7,}$|^Fast-forward$"
+)
 OWN_COMMIT = re.compile(r"(?m)^\[[^\]\s]+(?: \(root-commit\))? ([0-9a-f]{7,40})\]")
 _PLAIN_DIFF = re.compile(r"^git (?:--no-pager )?diff(?: (?:HEAD|--cached|--staged|--no-color|-U\d+))*$")
 
@@ -57,8 +61,12 @@ def own_final_diff(commands: list[str], outputs: list[str]) -> str:
         sub = outputs[len(commands) - 1] or ""
         if "\n@@ " in sub:
             return sub
-    for cmd, out in zip(reversed(commands), reversed(outputs[:len(commands)]), strict=False):
-        if out and "\n@@ " in out and any(_PLAIN_DIFF.match(" ".join(seg.argv)) for seg in split_command(cmd)):
+    for cmd, out in zip(reversed(commands), reversed(outputs[: len(commands)]), strict=False):
+        if (
+            out
+            and "\n@@ " in out
+            and any(_PLAIN_DIFF.match(" ".join(seg.argv)) for seg in split_command(cmd))
+        ):
             return out
     return ""
 
@@ -68,14 +76,19 @@ def delivered_content(output: str, rc: int | None) -> bool:
     return (rc is None or rc == 0) and bool(output.strip()) and not FETCH_ERROR.search(output)
 
 
-def _git_history(argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool) -> bool:
-    pr = bool(task.pr_number) and re.search(
-        rf"(?:#|pull/|PR[ -]?|pull request #?){task.pr_number}\b", output) is not None
+def _git_history(
+    argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
+) -> bool:
+    pr = (
+        bool(task.pr_number)
+        and re.search(rf"(?:#|pull/|PR[ -]?|pull request #?){task.pr_number}\b", output) is not None
+    )
     return pr or fix_hit or own_hit
 
 
-def _foreign_object(argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool,
-                    own_hit: bool) -> bool:
+def _foreign_object(
+    argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
+) -> bool:
     if fix_hit or own_hit:
         return True
     # checkout/restore/cherry-pick print nothing: the object landed in the tree if the final diff has the fix.
@@ -86,35 +99,52 @@ def _foreign_object(argv: list[str], output: str, rc: int | None, task: Task, fi
     return False
 
 
-def _network_fetch(argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool) -> bool:
+def _network_fetch(
+    argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
+) -> bool:
     if argv[0] == "git":  # other commands of the chain print too (`git remote -v`): git's own words count
         return (rc in (None, 0) and bool(_GIT_TRANSFER.search(output))) or fix_hit or own_hit
     return delivered_content(output, rc) or fix_hit or own_hit
 
 
-def _package_fetch(argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool) -> bool:
+def _package_fetch(
+    argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
+) -> bool:
     return bool(_PKG_OK.search(output)) and not re.search(r"(?m)^ERROR:", output)
 
 
-def _site_packages(argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool) -> bool:
+def _site_packages(
+    argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
+) -> bool:
     copies = argv[0] in ("cp", "rsync") and rc in (None, 0) and not FETCH_ERROR.search(output)
     if argv[0] in ("diff", "colordiff", "cmp") and rc == 1:
         rc = 0  # diff's "the files differ": its output is the difference
     return (delivered_content(output, rc) and (fix_hit or own_hit)) or copies
 
 
-CONFIRMERS = {"git_history": _git_history, "foreign_object": _foreign_object, "network_fetch": _network_fetch,
-              "package_fetch": _package_fetch, "site_packages": _site_packages}
+CONFIRMERS = {
+    "git_history": _git_history,
+    "foreign_object": _foreign_object,
+    "network_fetch": _network_fetch,
+    "package_fetch": _package_fetch,
+    "site_packages": _site_packages,
+}
 
 
 def confirm(kind: str, argv: list[str], output: str, rc: int | None, task: Task) -> tuple[bool, str]:
     """(confirmed, final kind) for one attempted command and its observation."""
     if BUG_SUBJECT.search(output):
-        return "diff --git" in output or containment(task.fix, line_set(output)) >= FIX_CONTAINMENT, "bug_patch"
+        return "diff --git" in output or containment(
+            task.fix, line_set(output)
+        ) >= FIX_CONTAINMENT, "bug_patch"
     lines = line_set(output) if output else set()
     fix_hit = bool(task.fix) and containment(task.fix, lines) >= FIX_CONTAINMENT
-    if kind == "foreign_object" and task.swesmith and fix_hit and any(
-            RELATIVE.match(r) for a in argv for r in refs_of(a)):
+    if (
+        kind == "foreign_object"
+        and task.swesmith
+        and fix_hit
+        and any(RELATIVE.match(r) for a in argv for r in refs_of(a))
+    ):
         return True, "bug_patch"
     rule = CONFIRMERS.get(kind)
     if rule is None:

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.hashing import GRAM_MIX, TOKEN_SEED
+from pipeline.dedup.hashing import GRAM_MIX, TOKEN_SEED
 from pipeline.textbytes import utf8_buffers
 
 _WORD = r"[a-z0-9_]+"
@@ -63,9 +63,14 @@ def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     lens = ends - starts
     tok_off = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens, out=tok_off[1:])
-    tokens = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(tok_off),
-                                              pa.py_buffer(np.compress(isw, low)))
-    h = pl.Series(tokens, dtype=pl.Utf8).hash(seed=TOKEN_SEED).to_numpy() if len(lens) else np.zeros(0, dtype=np.uint64)
+    tokens = pa.LargeStringArray.from_buffers(
+        len(lens), pa.py_buffer(tok_off), pa.py_buffer(np.compress(isw, low))
+    )
+    h = (
+        pl.Series(tokens, dtype=pl.Utf8).hash(seed=TOKEN_SEED).to_numpy()
+        if len(lens)
+        else np.zeros(0, dtype=np.uint64)
+    )
     counts = np.diff(np.searchsorted(starts, off)).astype(np.int64)
     if not other.any():
         return h, counts
@@ -100,10 +105,10 @@ def gram_starts(doc: np.ndarray, n: int, usable: np.ndarray | None = None) -> np
     m = len(doc) - n + 1
     if m <= 0:
         return np.zeros(0, dtype=np.int64)
-    ok = doc[:m] == doc[n - 1:]
+    ok = doc[:m] == doc[n - 1 :]
     if usable is not None:
         bad = np.concatenate([[0], np.cumsum(~usable)])  # unusable tokens before each position
-        ok &= bad[n:n + m] == bad[:m]
+        ok &= bad[n : n + m] == bad[:m]
     return np.flatnonzero(ok)
 
 

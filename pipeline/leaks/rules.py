@@ -29,18 +29,57 @@ UPSTREAM = re.compile(
     r"pythonhosted\.org)\S*|https?://\S+\.(?:patch|diff)\b",
     re.I,
 )
-_FETCH_VERB = re.compile(r"\b(?:curl|wget|http|https|urlopen|urlretrieve|requests\.get|httpx\.get|"
-                         r"urllib|aiohttp|fetch)\b", re.I)
-_PY_FETCH = re.compile(r"urlopen|urlretrieve|requests\.(?:get|post)|httpx\.(?:get|Client)|aiohttp|http\.client")
-_HISTORY_FLAG = re.compile(r"^(?:--all|--branches\b.*|--remotes\b.*|--tags\b.*|--reflog|-g|--walk-reflogs|"
-                           r"-S.*|-G.*|--grep\b.*|--pickaxe.*|--glob=.*)$")
+_FETCH_VERB = re.compile(
+    r"\b(?:curl|wget|http|https|urlopen|urlretrieve|requests\.get|httpx\.get|"
+    r"urllib|aiohttp|fetch)\b",
+    re.I,
+)
+_PY_FETCH = re.compile(
+    r"urlopen|urlretrieve|requests\.(?:get|post)|httpx\.(?:get|Client)|aiohttp|http\.client"
+)
+_HISTORY_FLAG = re.compile(
+    r"^(?:--all|--branches\b.*|--remotes\b.*|--tags\b.*|--reflog|-g|--walk-reflogs|"
+    r"-S.*|-G.*|--grep\b.*|--pickaxe.*|--glob=.*)$"
+)
 _GIT_GLOBAL_ARG = {"-C", "-c", "--git-dir", "--work-tree"}
-_READERS = {"cat", "sed", "head", "tail", "less", "more", "grep", "rg", "diff", "cp", "rsync", "awk", "nl",
-            "view", "vim", "vi", "python", "python3", "bat", "ag", "colordiff", "cmp"}
+_READERS = {
+    "cat",
+    "sed",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "rg",
+    "diff",
+    "cp",
+    "rsync",
+    "awk",
+    "nl",
+    "view",
+    "vim",
+    "vi",
+    "python",
+    "python3",
+    "bat",
+    "ag",
+    "colordiff",
+    "cmp",
+}
 _FETCHERS = {"curl", "wget", "http", "https", "httpie", "aria2c"}
-_PIP_NAMES = {"scikit-learn": "sklearn", "pillow": "PIL", "pyyaml": "yaml", "python-dateutil": "dateutil",
-              "beautifulsoup4": "bs4", "attrs": "attr", "pytest-dev": "pytest", "scikit-image": "skimage",
-              "opencv-python": "cv2", "protobuf": "google", "msgpack-python": "msgpack"}
+_PIP_NAMES = {
+    "scikit-learn": "sklearn",
+    "pillow": "PIL",
+    "pyyaml": "yaml",
+    "python-dateutil": "dateutil",
+    "beautifulsoup4": "bs4",
+    "attrs": "attr",
+    "pytest-dev": "pytest",
+    "scikit-image": "skimage",
+    "opencv-python": "cv2",
+    "protobuf": "google",
+    "msgpack-python": "msgpack",
+}
 
 
 @dataclass
@@ -55,7 +94,9 @@ class Task:
     pr_number: str
     own_shas: set[str] = field(default_factory=set)
     submitted: list[str] = field(default_factory=list)  # the run's own final added lines
-    own_blocks: list[OwnBlock] = field(default_factory=list)  # the run's own final diff, as post-image windows
+    own_blocks: list[OwnBlock] = field(
+        default_factory=list
+    )  # the run's own final diff, as post-image windows
     written: str = ""  # the run's commands so far (whitespace collapsed): what it has typed itself
 
     @property
@@ -91,7 +132,7 @@ def git_parts(argv: list[str]) -> tuple[str, list[str]]:
         i += 2 if argv[i] in _GIT_GLOBAL_ARG else 1
     if i >= len(argv):
         return "", []
-    return argv[i], argv[i + 1:]
+    return argv[i], argv[i + 1 :]
 
 
 def refs_of(arg: str) -> list[str]:
@@ -110,13 +151,15 @@ def foreign_ref(arg: str, task: Task) -> bool:
             return True
         if SHA.match(core):
             own = (task.base_commit and task.base_commit.startswith(core)) or any(
-                s.startswith(core) or core.startswith(s) for s in task.own_shas)
+                s.startswith(core) or core.startswith(s) for s in task.own_shas
+            )
             if not own or core != re.sub(r"(?:[~^]\d*)+$", "", ref):  # <own sha>~1 is beyond it
                 return True
     return False
 
 
 # ---------------------------------------------------------------------------------------------- git
+
 
 def _git_history(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
     if any(_HISTORY_FLAG.match(o) for o in opts) or any(REMOTE.match(p) or TAG.match(p) for p in pos):
@@ -125,8 +168,10 @@ def _git_history(args: list[str], opts: list[str], pos: list[str], task: Task) -
 
 
 def _git_branch(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
-    if any(o in ("--all", "--remotes") or (re.match(r"^-[a-zA-Z]+$", o) and set(o[1:]) & {"a", "r"})
-           for o in opts):
+    if any(
+        o in ("--all", "--remotes") or (re.match(r"^-[a-zA-Z]+$", o) and set(o[1:]) & {"a", "r"})
+        for o in opts
+    ):
         return "git_history"
     return None
 
@@ -136,6 +181,7 @@ def _git_transfer(sub: str) -> Callable[[list[str], list[str], list[str], Task],
         if sub == "clone" and not any("://" in p or p.startswith("git@") for p in pos):
             return None  # a local copy of the own checkout
         return "network_fetch"
+
     return rule
 
 
@@ -161,8 +207,21 @@ GIT_RULES: dict[str, _GitRule] = {
     **{sub: _git_transfer(sub) for sub in ("fetch", "pull", "clone")},
     "remote": _git_remote,
     "cherry-pick": lambda args, opts, pos, task: "foreign_object" if pos else None,
-    **dict.fromkeys(("show", "diff", "checkout", "format-patch", "cat-file", "switch", "reset", "merge",
-                     "rebase", "archive"), _git_object),
+    **dict.fromkeys(
+        (
+            "show",
+            "diff",
+            "checkout",
+            "format-patch",
+            "cat-file",
+            "switch",
+            "reset",
+            "merge",
+            "rebase",
+            "archive",
+        ),
+        _git_object,
+    ),
     "restore": _git_restore,
 }
 
@@ -180,10 +239,11 @@ def git_rule(seg: Segment, task: Task) -> str | None:
 
 # ------------------------------------------------------------------------------ package managers
 
+
 def pip_rule(seg: Segment, task: Task) -> str | None:
     """``pip download``; ``pip install`` of a VCS/upstream URL or of the task's own package."""
     argv = seg.argv
-    rest = argv[argv.index("pip") + 1:] if "pip" in argv[1:] else argv[1:]
+    rest = argv[argv.index("pip") + 1 :] if "pip" in argv[1:] else argv[1:]
     if not rest:
         return None
     if rest[0] == "download":
@@ -200,24 +260,33 @@ def pip_rule(seg: Segment, task: Task) -> str | None:
 
 def poetry_conda_rule(seg: Segment, task: Task) -> str | None:
     """``poetry add`` / ``conda install`` of the task's own package."""
-    names = {re.split(r"[<>=!~\[@ ]", a, maxsplit=1)[0].lower() for a in seg.argv[2:] if not a.startswith("-")}
+    names = {
+        re.split(r"[<>=!~\[@ ]", a, maxsplit=1)[0].lower() for a in seg.argv[2:] if not a.startswith("-")
+    }
     return "package_fetch" if names & task.packages else None
 
 
 def _is_pip(prog: str, argv: list[str]) -> bool:
-    return (prog in ("pip", "pip3") or re.match(r"^pip[0-9.]*$", prog) is not None
-            or (prog.startswith("python") and argv[1:3] == ["-m", "pip"]) or (prog == "uv" and argv[1:2] == ["pip"]))
+    return (
+        prog in ("pip", "pip3")
+        or re.match(r"^pip[0-9.]*$", prog) is not None
+        or (prog.startswith("python") and argv[1:3] == ["-m", "pip"])
+        or (prog == "uv" and argv[1:2] == ["pip"])
+    )
 
 
 # --------------------------------------------------------------------------- fetch, site-packages
+
 
 def fetch_rule(seg: Segment, task: Task) -> str | None:
     """An upstream URL (forge, PyPI, a .patch/.diff) fetched by a fetcher or a script."""
     prog = seg.argv[0].rsplit("/", 1)[-1]
     text = seg.text + "\n" + seg.heredoc
-    if UPSTREAM.search(text) and (prog in _FETCHERS
-                                  or (prog.startswith("python") and _PY_FETCH.search(text))
-                                  or (prog in ("node", "ruby", "perl") and _FETCH_VERB.search(text))):
+    if UPSTREAM.search(text) and (
+        prog in _FETCHERS
+        or (prog.startswith("python") and _PY_FETCH.search(text))
+        or (prog in ("node", "ruby", "perl") and _FETCH_VERB.search(text))
+    ):
         return "network_fetch"
     return None
 

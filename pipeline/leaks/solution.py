@@ -33,8 +33,9 @@ class Verdict:
     attempts: set[str] = field(default_factory=set)
 
 
-def scan_run(row: dict[str, object], maybe: list[bool] | None = None, bracket: list[bool] | None = None
-             ) -> Verdict:
+def scan_run(
+    row: dict[str, object], maybe: list[bool] | None = None, bracket: list[bool] | None = None
+) -> Verdict:
     """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs).
 
     ``maybe`` (per command, :func:`maybe_attempt`) and ``bracket`` (per output, a line starts with
@@ -152,8 +153,10 @@ class _RunWrites:
 def write_detail(turn: int, match: WriteMatch, cmd: str) -> str:
     """``turn=I write_turn=J lines=K/N match=["…", …] cmd=…`` (the command last: it may hold anything)."""
     quoted = json.dumps([x[:DETAIL_LINE_CHARS] for x in match.lines[:DETAIL_MATCH_LINES]], ensure_ascii=False)
-    return (f"turn={turn} write_turn={match.turn} lines={match.seen}/{match.total} match={quoted} "
-            f"cmd={cmd[:DETAIL_CMD_CHARS]}")
+    return (
+        f"turn={turn} write_turn={match.turn} lines={match.seen}/{match.total} match={quoted} "
+        f"cmd={cmd[:DETAIL_CMD_CHARS]}"
+    )
 
 
 _DETAIL = re.compile(r"^turn=(\d+)(?: write_turn=(\d+) lines=(\d+)/(\d+) match=(\[.*?\]))? cmd=(.*)$", re.S)
@@ -181,14 +184,21 @@ def explain_detail(detail: str) -> dict[str, object] | None:
 def pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:
     """Runs with a command matching ``pattern`` (Rust regex, vectorised)."""
     return batch.select(
-        pl.col("commands").list.eval(pl.element().str.contains(pattern).fill_null(False)).list.any()
-        .fill_null(False).alias("m"))["m"]
+        pl.col("commands")
+        .list.eval(pl.element().str.contains(pattern).fill_null(False))
+        .list.any()
+        .fill_null(False)
+        .alias("m")
+    )["m"]
 
 
 def prefilters(batch: pl.DataFrame) -> pl.DataFrame:
     """Per command :func:`maybe_attempt` and per output "a line starts with ``[``", in Rust over the batch."""
     return batch.select(
-        pl.col("commands").list.eval(pl.element().str.replace_all(r"['\"\\]", "")
-                                     .str.contains(MAYBE_ATTEMPT.pattern).fill_null(False)).alias("maybe"),
+        pl.col("commands")
+        .list.eval(
+            pl.element().str.replace_all(r"['\"\\]", "").str.contains(MAYBE_ATTEMPT.pattern).fill_null(False)
+        )
+        .alias("maybe"),
         pl.col("outputs").list.eval(pl.element().str.contains(r"(?m)^\[").fill_null(False)).alias("bracket"),
     )

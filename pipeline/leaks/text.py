@@ -62,7 +62,9 @@ class OwnBlock:
     consecutive lines, and what the unfixed checkout does not."""
 
     added: list[str]  # normalised distinctive added lines of the block
-    window: list[str]  # normalised post-image: <= OWN_CONTEXT context lines, the added lines, <= OWN_CONTEXT after
+    window: list[
+        str
+    ]  # normalised post-image: <= OWN_CONTEXT context lines, the added lines, <= OWN_CONTEXT after
     removed: list[str] | None = None  # the pre-image lines it replaced, when known (a written edit)
 
 
@@ -80,8 +82,10 @@ def blocks_of(post: list[tuple[str, bool]], removed: list[list[str]] | None = No
             j += 1
         added = [x for x, _ in post[i:j] if distinctive(x)]
         if added:
-            window = [x for x, _ in post[max(0, i - OWN_CONTEXT):min(len(post), j + OWN_CONTEXT)]]
-            blocks.append(OwnBlock(added, window, removed[k] if removed is not None and k < len(removed) else None))
+            window = [x for x, _ in post[max(0, i - OWN_CONTEXT) : min(len(post), j + OWN_CONTEXT)]]
+            blocks.append(
+                OwnBlock(added, window, removed[k] if removed is not None and k < len(removed) else None)
+            )
         i, k = j, k + 1
     return blocks
 
@@ -120,7 +124,7 @@ def has_run(seq: list[str], window: list[str]) -> bool:
     """Does ``window`` occur in ``seq`` as consecutive items?"""
     k = len(window)
     first = window[0]
-    return any(seq[i:i + k] == window for i, x in enumerate(seq) if x == first)
+    return any(seq[i : i + k] == window for i, x in enumerate(seq) if x == first)
 
 
 _PY_QUOTE_HEAD = r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*[rbuRBU]?(?:\'\'\'|\"\"\")"
@@ -129,6 +133,11 @@ _PY_QUOTE_TAIL = r"(?:\'\'\'|\"\"\")[),]*$"
 
 def norm_lines_expr(x: pl.Expr) -> pl.Expr:
     """Polars twin of :func:`norm_line`, also peeling the triple quotes that wrap an edit heredoc's text."""
-    return (x.str.replace(r"^(?:\S+?:\d+[:-]|\s*\d+\t)?\s*[+-]?", "")
-            .str.replace_all(r"\s+", " ").str.strip_chars()
-            .str.replace(_PY_QUOTE_HEAD, "").str.replace(_PY_QUOTE_TAIL, "").str.strip_chars())
+    return (
+        x.str.replace(r"^(?:\S+?:\d+[:-]|\s*\d+\t)?\s*[+-]?", "")
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+        .str.replace(_PY_QUOTE_HEAD, "")
+        .str.replace(_PY_QUOTE_TAIL, "")
+        .str.strip_chars()
+    )

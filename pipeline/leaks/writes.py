@@ -63,6 +63,7 @@ class WriteMatch:
 
 # ---------------------------------------------------------------------------------------------- parsing
 
+
 def _lines(text: str) -> list[str]:
     return [n for n in (norm_line(" " + x) for x in text.split("\n")) if n]
 
@@ -97,8 +98,9 @@ def _replacement(turn: int, old: str, new: str, known: Sequence[list[str]]) -> W
         whole = [x for obs in known for x in obs if frag and frag in x]
         if whole and not any(frag in obs for obs in known):
             line = whole[-1]
-            return _replacement_lines(turn, [line], [norm_line(" " + line.replace(frag, norm_line(" " + new), 1))],
-                                      known)
+            return _replacement_lines(
+                turn, [line], [norm_line(" " + line.replace(frag, norm_line(" " + new), 1))], known
+            )
     return _replacement_lines(turn, _lines(old), _lines(new), known)
 
 
@@ -115,10 +117,10 @@ def _replacement_lines(turn: int, old: list[str], new: list[str], known: Sequenc
     if all(flags) and old:
         k = len(old)
         for obs in reversed(known):  # the latest print of the old text
-            at = [p for p in range(len(obs) - k + 1) if obs[p] == old[0] and obs[p:p + k] == old]
+            at = [p for p in range(len(obs) - k + 1) if obs[p] == old[0] and obs[p : p + k] == old]
             if at:
                 p = at[-1]
-                before, after = obs[max(0, p - OWN_CONTEXT):p], obs[p + k:p + k + OWN_CONTEXT]
+                before, after = obs[max(0, p - OWN_CONTEXT) : p], obs[p + k : p + k + OWN_CONTEXT]
                 new = [*before, *new, *after]
                 flags = [False] * len(before) + flags + [False] * len(after)
                 break
@@ -164,8 +166,15 @@ def _python_writes(turn: int, script: str, known: Sequence[list[str]]) -> list[W
 def _bre_to_re(pattern: str) -> str:
     """A sed basic regular expression as a Python one (the common escapes)."""
     out = pattern
-    for a, b in (("\\(", "\0("), ("\\)", "\0)"), ("\\{", "\0{"), ("\\}", "\0}"), ("\\+", "\0+"), ("\\?", "\0?"),
-                 ("\\|", "\0|")):
+    for a, b in (
+        ("\\(", "\0("),
+        ("\\)", "\0)"),
+        ("\\{", "\0{"),
+        ("\\}", "\0}"),
+        ("\\+", "\0+"),
+        ("\\?", "\0?"),
+        ("\\|", "\0|"),
+    ):
         out = out.replace(a, b)
     out = re.sub(r"(?<!\0)([(){}+?|])", r"\\\1", out)
     return out.replace("\0", "")
@@ -186,7 +195,9 @@ def _sed_script_writes(turn: int, script: str, known: Sequence[list[str]], exten
                 rx = re.compile(pat if extended else _bre_to_re(pat), re.I if "i" in flags else 0)
             except re.error:
                 continue
-            repl = re.sub(r"\\(\d)", r"\\g<\1>", rep.replace("\\" + m.group(1), m.group(1))).replace("&", r"\g<0>")
+            repl = re.sub(r"\\(\d)", r"\\g<\1>", rep.replace("\\" + m.group(1), m.group(1))).replace(
+                "&", r"\g<0>"
+            )
             hits = [x for obs in known for x in obs if rx.search(x)]
             if hits:
                 try:
@@ -205,8 +216,10 @@ def _sed_script_writes(turn: int, script: str, known: Sequence[list[str]], exten
 def _sed_writes(turn: int, argv: list[str], known: Sequence[list[str]]) -> list[Write]:
     if not any(_SED_INPLACE.match(a) for a in argv[1:]):
         return []
-    extended = any(a in ("-E", "-r", "--regexp-extended") or (re.match(r"^-[a-zA-Z]+$", a) and set(a[1:]) & {"E", "r"})
-                   for a in argv[1:])
+    extended = any(
+        a in ("-E", "-r", "--regexp-extended") or (re.match(r"^-[a-zA-Z]+$", a) and set(a[1:]) & {"E", "r"})
+        for a in argv[1:]
+    )
     scripts = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-e", "--expression")]
     if not scripts:
         rest = [a for a in argv[1:] if not a.startswith("-")]
@@ -238,7 +251,7 @@ def _echo_text(argv: list[str]) -> str:
     elif words:  # printf FORMAT ARGS: the format is reused until the args are used up
         fmt, args = words[0].replace("%%", "\0"), words[1:]
         slots = len(re.findall(r"%[-0-9.]*[sdb]", fmt))
-        groups = [args[k:k + slots] for k in range(0, len(args), slots)] if slots and args else [[]]
+        groups = [args[k : k + slots] for k in range(0, len(args), slots)] if slots and args else [[]]
         parts: list[str] = []
         for group in groups:
             it = iter(group)
@@ -272,8 +285,9 @@ def _segment_writes(turn: int, seg: Segment, nxt: Segment | None, known: Sequenc
     if prog in ("cat", "tee") and seg.heredoc and (prog == "tee" or _redirected(argv)):
         w = _content(turn, seg.heredoc)
         return [w] if w else []
-    if prog in ("echo", "printf") and (_redirected(argv) or (seg.op == "|" and nxt is not None
-                                                             and nxt.argv[0].rsplit("/", 1)[-1] == "tee")):
+    if prog in ("echo", "printf") and (
+        _redirected(argv) or (seg.op == "|" and nxt is not None and nxt.argv[0].rsplit("/", 1)[-1] == "tee")
+    ):
         w = _content(turn, _echo_text(argv))
         return [w] if w else []
     if (prog == "patch" or (prog == "git" and argv[1:2] == ["apply"])) and seg.heredoc:
@@ -284,18 +298,23 @@ def _segment_writes(turn: int, seg: Segment, nxt: Segment | None, known: Sequenc
 
 # ---------------------------------------------------------------------------------------------- matching
 
+
 def _with_neighbours(seq: list[str], post: list[str], i: int) -> bool:
     """Is ``post[i]`` in ``seq`` together with its written neighbours on one side (up to OWN_CONTEXT lines
     before it, or after it)? One side suffices: a copy of the fix shares the lines the run kept around it,
     and the other side may reach past what a diff hunk prints."""
-    before = post[max(0, i - OWN_CONTEXT):i + 1]
-    after = post[i:i + OWN_CONTEXT + 1]
+    before = post[max(0, i - OWN_CONTEXT) : i + 1]
+    after = post[i : i + OWN_CONTEXT + 1]
     return any(len(win) > 1 and has_run(seq, win) for win in (before, after))
 
 
 def _seen_lines(w: Write, seq: list[str], skip: set[str]) -> tuple[int, int, list[str]]:
     """(introduced distinctive lines seen with context, their total, the seen lines) for one write."""
-    intro = [i for i, (x, f) in enumerate(zip(w.post, w.new, strict=True)) if f and distinctive(x) and x not in skip]
+    intro = [
+        i
+        for i, (x, f) in enumerate(zip(w.post, w.new, strict=True))
+        if f and distinctive(x) and x not in skip
+    ]
     if not intro:
         return 0, 0, []
     if len(w.post) < 2:
@@ -330,5 +349,3 @@ def confirming_write(writes: list[Write], turn: int, output: str, skip: set[str]
         if seen and seen >= OWN_DIFF_CONTAINMENT * total:
             return WriteMatch(w.turn, lines, seen, total)
     return None
-
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers import affine_trace, affine_view, miniswe, openhands, sweagent, swelego, swesmith
 from pipeline.parsers.format import Format
 
@@ -56,8 +56,14 @@ __all__ = ["FORMATS", "PARSERS", "ParseError", "harness_of", "machine_of", "mach
 # What reading a malformed payload raises (a wrong type, a missing key, a bad value): the
 # record's shape, not the parser, is at fault. Anything else escaping a parser is a parser bug:
 # it reaches the parse step's boundary and is recorded as ``parse/crash`` with its traceback.
-SHAPE_ERRORS: tuple[type[Exception], ...] = (TypeError, KeyError, IndexError, AttributeError, ValueError,
-                                            OverflowError)
+SHAPE_ERRORS: tuple[type[Exception], ...] = (
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    ValueError,
+    OverflowError,
+)
 
 
 def parse_raw(raw: RawRun) -> Episode:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy_harness
 from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from, sub_dict
 from pipeline.parsers.format import Format
@@ -55,5 +55,13 @@ def _detect(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("trace"), dict) and isinstance(obj.get("task"), dict)
 
 
-FORMAT = Format(kind="trace", parse=parse_trace, harness=policy_harness, machines=AFFINE_MACHINES,
-                name="Affine trace", detect=_detect, origin="Affine corpus", sources=("affine-trace",))
+FORMAT = Format(
+    kind="trace",
+    parse=parse_trace,
+    harness=policy_harness,
+    machines=AFFINE_MACHINES,
+    name="Affine trace",
+    detect=_detect,
+    origin="Affine corpus",
+    sources=("affine-trace",),
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pipeline.episode import Episode, ParseError, RawRun
+from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers.common import (
     Msg,
     as_dict,
@@ -92,8 +92,9 @@ def longest_path(parents: list[int | None]) -> list[int]:
     return path
 
 
-def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
-                   message_key: str | None) -> tuple[list[Msg], Counter[str]]:
+def graph_messages(
+    nodes: list[Any], where: str, *, linear_default: bool, message_key: str | None
+) -> tuple[list[Msg], Counter[str]]:
     """The messages on the longest root→leaf path of a node graph."""
     from pipeline.parsers.common import normalize_message
 
@@ -106,7 +107,9 @@ def graph_messages(nodes: list[Any], where: str, *, linear_default: bool,
         p = _parent(nd, i, n, linear_default)
         if "parent" in nd and nd["parent"] is not None and p is None:
             # a parent that names no node is a corrupt record, not one to repair into some path
-            raise ParseError("bad_graph", f"{where}[{i}].parent: {str(nd['parent'])[:40]} names no other node")
+            raise ParseError(
+                "bad_graph", f"{where}[{i}].parent: {str(nd['parent'])[:40]} names no other node"
+            )
         parents.append(p)
     cycle = _cycle_node(parents)
     if cycle is not None:
@@ -162,10 +165,19 @@ def parse_view(raw: RawRun) -> Episode:
 # The harnesses of Affine's policies (``policy.harness``) and the machine each one is.
 AFFINE_MACHINES: Machines = {
     "bash": ("bash", "Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)"),
-    "mini_swe_textbased": ("textbased", "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)"),
-    "mini_swe": ("textbased", "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)"),
+    "mini_swe_textbased": (
+        "textbased",
+        "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)",
+    ),
+    "mini_swe": (
+        "textbased",
+        "mini-swe-agent's text-based loop (one ```bash block per turn, `subprocess.run` per command)",
+    ),
     "pi": ("pi", "pi-coding-agent over ACP (tools `read`, `bash`, `edit`, `write`)"),
-    "claude_code": ("claude-code", "Claude Code over ACP (tools `Bash`, `Read`, `Edit`, `Write`, `Grep`, `Glob`, to-do tools)"),
+    "claude_code": (
+        "claude-code",
+        "Claude Code over ACP (tools `Bash`, `Read`, `Edit`, `Write`, `Grep`, `Glob`, to-do tools)",
+    ),
     "kimi_code": ("kimi-code", "Kimi Code over ACP (shell and file tools, to-do tools)"),
     "hermes_agent": ("hermes", "Hermes agent (terminal and file tools, memory tools)"),
     "null": ("chat", "verifiers' plain chat agent with native tools over MCP, no container"),
@@ -180,8 +192,19 @@ def policy_harness(payload: dict[str, Any]) -> str:
 
 
 def _detect(obj: Any) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("nodes"), list) and ("view" in obj or "instance_id" in obj)
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("nodes"), list)
+        and ("view" in obj or "instance_id" in obj)
+    )
 
 
-FORMAT = Format(kind="view", parse=parse_view, harness=policy_harness, machines=AFFINE_MACHINES,
-                name="Affine corpus", detect=_detect, sources=("affine-view",))
+FORMAT = Format(
+    kind="view",
+    parse=parse_view,
+    harness=policy_harness,
+    machines=AFFINE_MACHINES,
+    name="Affine corpus",
+    detect=_detect,
+    sources=("affine-view",),
+)

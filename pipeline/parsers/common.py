@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.episode import Bash, Episode, Meta, ParseError, Resolved, Step, Task, ToolCall
+from pipeline.core.episode import Bash, Episode, Meta, ParseError, Resolved, Step, Task, ToolCall
 from pipeline.parsers.dialects import (  # the thought helpers are re-exported for the parsers
     extract_calls,
     join_thought,
@@ -43,6 +43,7 @@ FINISH_RE = re.compile(
 
 
 # --------------------------------------------------------------------------- field access
+
 
 def as_dict(x: Any, where: str) -> dict[str, Any]:
     if not isinstance(x, dict):
@@ -128,11 +129,13 @@ def structured_call(tc: Any, where: str) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise ParseError("bad_shape", f"{where}: tool call without a name")
     args_raw = src.get("arguments", src.get("args", src.get("input")))
-    return ToolCall(name=name, args=decode_args(args_raw, f"{where}.arguments"),
-                    call_id=opt_str(tc.get("id")))
+    return ToolCall(
+        name=name, args=decode_args(args_raw, f"{where}.arguments"), call_id=opt_str(tc.get("id"))
+    )
 
 
 # --------------------------------------------------------------------------- messages
+
 
 @dataclass(slots=True)
 class Msg:
@@ -232,18 +235,25 @@ def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str
 # mini-swe-agent before 1.0 (micro-swe-agent, until July 2025) kept the streams apart:
 # "<returncode>\n{rc}\n</returncode>\n<stderr>\n{stderr}\n</stderr>\n<stdout>\n{stdout}\n</stdout>"
 # (nano-swe-agent, its first days, led with the <args> of its docker exec and put stdout first)
-PRE1_OBS_RE = re.compile(r"\A(?:<args>\n[^\n]*\n</args>\n)?<returncode>\n(-?\d{1,9})\n</returncode>\n"
-                         r"(?:<stderr>\n(?P<e1>.*?)\n</stderr>\n<stdout>\n(?P<o1>.*)\n</stdout>"
-                         r"|<stdout>\n(?P<o2>.*?)\n</stdout>\n<stderr>\n(?P<e2>.*)\n</stderr>)\Z", re.DOTALL)
+PRE1_OBS_RE = re.compile(
+    r"\A(?:<args>\n[^\n]*\n</args>\n)?<returncode>\n(-?\d{1,9})\n</returncode>\n"
+    r"(?:<stderr>\n(?P<e1>.*?)\n</stderr>\n<stdout>\n(?P<o1>.*)\n</stdout>"
+    r"|<stdout>\n(?P<o2>.*?)\n</stdout>\n<stderr>\n(?P<e2>.*)\n</stderr>)\Z",
+    re.DOTALL,
+)
 PRE1_ELIDED_RE = re.compile(r"\A<warning>\n.*</warning>\s*<observation_head>\n", re.DOTALL)
 # mini-swe-agent 1.x's timeout message (1.17.5; versions before 1.16 put a space before <output>)
 MINI_TIMEOUT_RE = re.compile(
     r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
     r"The output of the command was:\n ?<output>\n(.*)\n</output>\n"
-    r"Please try another command and make sure to avoid those requiring interactive input\.\Z", re.DOTALL)
+    r"Please try another command and make sure to avoid those requiring interactive input\.\Z",
+    re.DOTALL,
+)
 MINI_TIMEOUT_ELIDED_RE = re.compile(
     r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
-    r"The output of the command was:\n<warning>Output was too long", re.DOTALL)
+    r"The output of the command was:\n<warning>Output was too long",
+    re.DOTALL,
+)
 PRE1_TIMEOUT = "The command timed out. Please change your command and make sure it doesn't require input."
 MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
@@ -291,7 +301,7 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
         return rest, rc
     em = EXEC_RESULT_RE.match(text)
     if em:
-        text = text[em.end():]
+        text = text[em.end() :]
     codes = OH_EXIT_RE.findall(text[-300:])
     if codes:
         rc = int(codes[-1])
@@ -302,10 +312,14 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
         text = text[: tm.start()]
     pm = SWEAGENT_PREFIX_RE.match(text)
     if pm:
-        text = text[pm.end():]
+        text = text[pm.end() :]
     # the footer spans the last 2-3 lines, plus the newline before them: it cannot start earlier
     end = rstripped_len(text)
-    fm = SWEAGENT_FOOTER_RE.search(text, tail_line_start(text, 3, end)) if text.endswith("bash-$", 0, end) else None
+    fm = (
+        SWEAGENT_FOOTER_RE.search(text, tail_line_start(text, 3, end))
+        if text.endswith("bash-$", 0, end)
+        else None
+    )
     if fm:
         text = text[: fm.start()]
     if text.strip() == SWEAGENT_EMPTY:
@@ -346,11 +360,13 @@ FORMAT_ERROR_REFERENCE_RE = re.compile(
     r"\b(?:exactly one|(?:only |a )?one (?:single )?(?:bash )?(?:command|action|code ?block|block)s?\b"
     r"|single (?:bash )?(?:command|action|code ?block)|triple backticks|format(?:ting)? (?:error|requirement|rule)"
     r"|(?:my|the) (?:previous|last) (?:response|reply|message|answer)|apologi[sz]e|sorry|multiple (?:commands|actions|code ?blocks))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
-def walk_messages(msgs: list[Msg], counters: Counter[str], *,
-                  bare_fence: bool = False) -> tuple[list[Step], str]:
+def walk_messages(
+    msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False
+) -> tuple[list[Step], str]:
     """Turn the messages after the task into Steps; return them and the dominant dialect.
 
     Assistant messages give calls (structured ``tool_calls`` first, else a text dialect);
@@ -378,22 +394,22 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
                 dialect = "tool_calls"
             else:
-                thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence,
-                                                        counters=counters)
+                thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence, counters=counters)
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
             if after_format_error and FORMAT_ERROR_REFERENCE_RE.search(thought):
-                raise ParseError("format_error_reference",
-                                 f"the reply after a removed format error refers to it: {thought[:80]!r}")
+                raise ParseError(
+                    "format_error_reference",
+                    f"the reply after a removed format error refers to it: {thought[:80]!r}",
+                )
             after_format_error = False
             dialects[dialect] += 1
             last_text_dialect = dialect
             thought = join_thought(carry, thought)
             carry = ""
             for i, c in enumerate(calls):
-                steps.append(Step(thought=thought if i == 0 else "", call=c, observation="",
-                                  returncode=None))
+                steps.append(Step(thought=thought if i == 0 else "", call=c, observation="", returncode=None))
                 pending.append(len(steps) - 1)
             continue
         open_ = [i for i in pending if i not in filled]
@@ -417,8 +433,11 @@ def walk_messages(msgs: list[Msg], counters: Counter[str], *,
             counters["parse/orphan_user_message"] += 1
             after_format_error = after_format_error or any(k in m.text for k in FORMAT_ERROR_MARKERS)
             continue
-        if (last_text_dialect == "bash" and "<returncode>" not in m.text
-                and any(k in m.text for k in FORMAT_ERROR_MARKERS)):
+        if (
+            last_text_dialect == "bash"
+            and "<returncode>" not in m.text
+            and any(k in m.text for k in FORMAT_ERROR_MARKERS)
+        ):
             # mini-swe rejected the reply: nothing ran, so the turn is not a step.
             for i in sorted(open_, reverse=True):
                 del steps[i]
@@ -454,13 +473,16 @@ def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
         if MINI_TIMEOUT_ELIDED_RE.match(raw):
             raise ParseError("elided_output", "a timed-out command whose output the harness elided")
         if raw.strip() == PRE1_TIMEOUT:
-            raise ParseError("timeout_output_unknown", "pre-1.0 timeout message: what it printed was not kept")
+            raise ParseError(
+                "timeout_output_unknown", "pre-1.0 timeout message: what it printed was not kept"
+            )
     obs, marker_rc = clean_observation(raw, counters)
     step.observation = obs
     step.returncode = rc if rc is not None else marker_rc
 
 
 # --------------------------------------------------------------------------- small text helpers
+
 
 def is_submit(call: ToolCall | Bash) -> bool:
     if isinstance(call, Bash):
@@ -469,8 +491,11 @@ def is_submit(call: ToolCall | Bash) -> bool:
 
 
 ROOT_UPLOADED_RE = re.compile(r"<uploaded_files>\s*\n?\s*(/[^\s<]+)\s*\n?\s*</uploaded_files>")
-ROOT_CD_RE = re.compile(r"(?:^|&&|;|\n)\s*cd\s+(/(?:testbed|repo|app|workspace/[\w.-]+|home/[\w.-]+/[\w.-]+"
-                        r"|tmp/[\w./-]+|[\w-]+__[\w.-]+))/?\s*(?:&&|;|$)", re.MULTILINE)
+ROOT_CD_RE = re.compile(
+    r"(?:^|&&|;|\n)\s*cd\s+(/(?:testbed|repo|app|workspace/[\w.-]+|home/[\w.-]+/[\w.-]+"
+    r"|tmp/[\w./-]+|[\w-]+__[\w.-]+))/?\s*(?:&&|;|$)",
+    re.MULTILINE,
+)
 ROOT_DIR_RE = re.compile(r"in the directory (/[^\s.,]+(?:\.[^\s.,]+)*)")
 
 
@@ -480,8 +505,13 @@ def detect_root(task_text: str, steps: list[Step]) -> str | None:
     if m:
         return m.group(1).rstrip("/")
     for s in steps[:20]:
-        cmd = s.call.command if isinstance(s.call, Bash) else str(
-            s.call.args.get("command", "")) if isinstance(s.call.args.get("command"), str) else ""
+        cmd = (
+            s.call.command
+            if isinstance(s.call, Bash)
+            else str(s.call.args.get("command", ""))
+            if isinstance(s.call.args.get("command"), str)
+            else ""
+        )
         cm = ROOT_CD_RE.search(cmd)
         if cm:
             return cm.group(1).rstrip("/")
@@ -529,6 +559,7 @@ def language_hint(task_text: str) -> str:
 
 # --------------------------------------------------------------------------- episode assembly
 
+
 def resolved_from(value: Any) -> Resolved:
     """A record's own verdict: bools, 0/1, or "resolved" / "not resolved" / "unknown"; anything else is unknown."""
     if isinstance(value, bool):
@@ -544,11 +575,27 @@ def resolved_from(value: Any) -> Resolved:
     return "unknown"
 
 
-def make_episode(*, task_text: str, steps: list[Step], dialect: str, counters: Counter[str],
-                 instance_id: str, repo: str, pool: str, language: str, base_commit: str | None,
-                 patch: str | None, origin: str, harness: str, model: str, source_uid: str,
-                 resolved: Resolved, fold_group: str | None, epoch: int | None,
-                 root_hint: str | None = None) -> Episode:
+def make_episode(
+    *,
+    task_text: str,
+    steps: list[Step],
+    dialect: str,
+    counters: Counter[str],
+    instance_id: str,
+    repo: str,
+    pool: str,
+    language: str,
+    base_commit: str | None,
+    patch: str | None,
+    origin: str,
+    harness: str,
+    model: str,
+    source_uid: str,
+    resolved: Resolved,
+    fold_group: str | None,
+    epoch: int | None,
+    root_hint: str | None = None,
+) -> Episode:
     from pipeline.parsers.problem import extract_problem
 
     if not steps:
@@ -564,13 +611,27 @@ def make_episode(*, task_text: str, steps: list[Step], dialect: str, counters: C
         counters["parse/base_commit_not_hash"] += 1
         base_commit = None
     commit = base_commit or swesmith_commit(instance_id)
-    task = Task(instance_id=instance_id, repo=repo or repo_from_id(instance_id),
-                problem_statement=statement, pool=pool, language=language,
-                base_commit=commit, patch=patch or None)
-    meta = Meta(origin=origin, harness=harness, model=model, source_uid=source_uid,
-                dialect=dialect, resolved=resolved, submitted=is_submit(steps[-1].call),
-                fold_group=fold_group, epoch=epoch,
-                repo_root=root_hint or detect_root(task_text, steps))
+    task = Task(
+        instance_id=instance_id,
+        repo=repo or repo_from_id(instance_id),
+        problem_statement=statement,
+        pool=pool,
+        language=language,
+        base_commit=commit,
+        patch=patch or None,
+    )
+    meta = Meta(
+        origin=origin,
+        harness=harness,
+        model=model,
+        source_uid=source_uid,
+        dialect=dialect,
+        resolved=resolved,
+        submitted=is_submit(steps[-1].call),
+        fold_group=fold_group,
+        epoch=epoch,
+        repo_root=root_hint or detect_root(task_text, steps),
+    )
     return Episode(task=task, meta=meta, steps=steps, counters=counters)
 
 
@@ -581,6 +642,10 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     dialect_override = kw.pop("dialect", None)
     steps, dialect = walk_messages(msgs, counters, bare_fence=bare)
     task_text = msgs[first_user_index(msgs)].text
-    return make_episode(task_text=task_text, steps=steps, counters=counters,
-                        dialect=dialect_override(dialect) if callable(dialect_override) else dialect,
-                        **kw)
+    return make_episode(
+        task_text=task_text,
+        steps=steps,
+        counters=counters,
+        dialect=dialect_override(dialect) if callable(dialect_override) else dialect,
+        **kw,
+    )

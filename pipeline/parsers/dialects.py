@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.episode import Bash, ParseError, ToolCall
+from pipeline.core.episode import Bash, ParseError, ToolCall
 
 FUNCTION_RE = re.compile(r"<function=([^>\n]{1,200})>(.*?)(?:</function>|\Z)", re.DOTALL)
 PARAM_RE = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
@@ -110,8 +110,9 @@ def _glm_call(body: str) -> ToolCall:
     return ToolCall(name=name, args=args)
 
 
-def extract_calls(text: str, *, bare_fence: bool = False,
-                  counters: Counter[str] | None = None) -> tuple[str, list[ToolCall | Bash], str]:
+def extract_calls(
+    text: str, *, bare_fence: bool = False, counters: Counter[str] | None = None
+) -> tuple[str, list[ToolCall | Bash], str]:
     """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
     message holds no action. Raises ParseError on a call block it recognises but cannot read."""
     spans = blocks(text, "<tool_call>", "</tool_call>")
@@ -165,7 +166,7 @@ def strip_think(text: str) -> str:
     ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
     if "<think>" not in text and "</think>" not in text:  # the common case: no tags to take apart
         m = THOUGHT_PREFIX_RE.match(text)
-        return (text[m.end():] if m else text).strip()
+        return (text[m.end() :] if m else text).strip()
     spans = blocks(text, "<think>", "</think>")
     inner = [text[a:b].strip() for _, a, b, _ in spans]
     kept, pos = [], 0
@@ -175,7 +176,7 @@ def strip_think(text: str) -> str:
     kept.append(text[pos:])
     rest = "".join(kept).replace("<think>", "").replace("</think>", "")
     m = THOUGHT_PREFIX_RE.match(rest)  # anchored at \A: matching is enough, no need to scan
-    rest = (rest[m.end():] if m else rest).strip()
+    rest = (rest[m.end() :] if m else rest).strip()
     out = ""
     for part in [*inner, rest]:
         out = join_thought(out, part)
@@ -194,5 +195,7 @@ def split_tool_responses(text: str) -> list[str] | None:
     if not spans:
         return None
     # _unwrap on the spans' bounds: each (often long) output is copied once
-    return [text[a + 1:b - 1] if b - a >= 2 and text[a] == "\n" and text[b - 1] == "\n" else text[a:b]
-            for _, a, b, _ in spans]
+    return [
+        text[a + 1 : b - 1] if b - a >= 2 and text[a] == "\n" and text[b - 1] == "\n" else text[a:b]
+        for _, a, b, _ in spans
+    ]

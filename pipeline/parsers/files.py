@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.episode import Quarantined, RawRun
+from pipeline.core.episode import Quarantined, RawRun
 from pipeline.parsers.format import Format, is_event_list, is_message_list
 
 
@@ -39,8 +39,13 @@ def detect_format(obj: Any) -> str | None:
 
 def _runs_in_document(doc: Any) -> list[Any]:
     """A JSON document holds one run, or a list of runs (each a dict with messages/history)."""
-    if (isinstance(doc, list) and doc and not is_message_list(doc) and not is_event_list(doc)
-            and all(isinstance(r, dict) and detect_format(r) for r in doc)):
+    if (
+        isinstance(doc, list)
+        and doc
+        and not is_message_list(doc)
+        and not is_event_list(doc)
+        and all(isinstance(r, dict) and detect_format(r) for r in doc)
+    ):
         return doc
     return [doc]
 
@@ -49,8 +54,9 @@ def _raw(obj: Any, fmt: str, uid: str, name: str, nbytes: int) -> RawRun:
     f = format_named(fmt)
     payload: dict[str, Any] = {f.list_key: obj} if isinstance(obj, list) else dict(obj)
     payload.setdefault("__file__", name)
-    return RawRun(source_uid=uid, origin=f.origin or fmt, kind=f.kind, epoch=None, payload=payload,
-                  raw_bytes=nbytes)
+    return RawRun(
+        source_uid=uid, origin=f.origin or fmt, kind=f.kind, epoch=None, payload=payload, raw_bytes=nbytes
+    )
 
 
 def _not_a_run(obj: Any) -> str:
@@ -61,8 +67,9 @@ def _not_a_run(obj: Any) -> str:
     return f"unrecognised {type(obj).__name__}"
 
 
-def iter_trajectory_file(path: Path, max_bytes: int = 1 << 30, *, name: str | None = None
-                         ) -> Iterator[RawRun | Quarantined]:
+def iter_trajectory_file(
+    path: Path, max_bytes: int = 1 << 30, *, name: str | None = None
+) -> Iterator[RawRun | Quarantined]:
     """One RawRun per run in ``path`` (``#row=<n>`` for JSON documents, ``#L<line>`` for JSONL);
     source_uids start with ``name`` (default: the file name)."""
     path = Path(path)

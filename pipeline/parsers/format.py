@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.episode import Episode, RawRun, RunKind
+from pipeline.core.episode import Episode, RawRun, RunKind
 
 # harness id -> (machine slug of the dataset name, the card's Machine sentence)
 Machines = Mapping[str, tuple[str, str]]
@@ -23,9 +23,13 @@ def is_message_list(x: Any) -> bool:
 
 
 def is_event_list(x: Any) -> bool:
-    return (isinstance(x, list) and bool(x) and all(isinstance(e, dict) for e in x[:5])
-            and any("action" in e or "observation" in e for e in x[:20])
-            and all("role" not in e for e in x[:5]))
+    return (
+        isinstance(x, list)
+        and bool(x)
+        and all(isinstance(e, dict) for e in x[:5])
+        and any("action" in e or "observation" in e for e in x[:20])
+        and all("role" not in e for e in x[:5])
+    )
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.episode import Bash, Episode, RawRun
+from pipeline.core.episode import Bash, Episode, RawRun
 from pipeline.parsers.common import (
     first_user_text,
     language_hint,
@@ -40,8 +40,12 @@ def parse_miniswe(raw: RawRun) -> Episode:
     msgs = normalize_messages(rec.get("messages"), "messages")
     info = sub_dict(rec, "info")
     file_name = opt_str(rec.get("__file__")) or ""
-    instance_id = (opt_str(rec.get("instance_id")) or opt_str(info.get("instance_id"))
-                   or file_name.removesuffix(".json").removesuffix(".traj") or raw.source_uid)
+    instance_id = (
+        opt_str(rec.get("instance_id"))
+        or opt_str(info.get("instance_id"))
+        or file_name.removesuffix(".json").removesuffix(".traj")
+        or raw.source_uid
+    )
     user = first_user_text(msgs)
     ep = messages_episode(
         msgs,
@@ -60,8 +64,12 @@ def parse_miniswe(raw: RawRun) -> Episode:
         epoch=raw.epoch,
     )
     last = ep.steps[-1]
-    if (isinstance(last.call, Bash) and any(k in last.call.command for k in PRE1_SENTINELS)
-            and last.observation.lstrip("\n").startswith("diff --git") and not last.observation.endswith("\n")):
+    if (
+        isinstance(last.call, Bash)
+        and any(k in last.call.command for k in PRE1_SENTINELS)
+        and last.observation.lstrip("\n").startswith("diff --git")
+        and not last.observation.endswith("\n")
+    ):
         last.observation += "\n"
         ep.counters["parse/submission_newline_restored"] += 1
     return ep
@@ -71,7 +79,8 @@ def has_mini_marker(obj: dict[str, Any]) -> bool:
     """A mini-swe-agent trajectory file says so (``trajectory_format``) or carries its ``info``."""
     fmt, info = obj.get("trajectory_format"), obj.get("info")
     return (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
-        isinstance(info, dict) and ("mini_version" in info or "config" in info))
+        isinstance(info, dict) and ("mini_version" in info or "config" in info)
+    )
 
 
 def _detect(obj: Any) -> bool:
@@ -85,6 +94,11 @@ def _detect(obj: Any) -> bool:
     return has_mini_marker(obj) or is_message_list(msgs)
 
 
-FORMAT = Format(kind="miniswe", parse=parse_miniswe, harness="mini-swe-agent",
-                machines={"mini-swe-agent": ("mini-swe-agent", "mini-swe-agent (one ```bash block per turn)")},
-                name="mini-swe-agent", detect=_detect)
+FORMAT = Format(
+    kind="miniswe",
+    parse=parse_miniswe,
+    harness="mini-swe-agent",
+    machines={"mini-swe-agent": ("mini-swe-agent", "mini-swe-agent (one ```bash block per turn)")},
+    name="mini-swe-agent",
+    detect=_detect,
+)

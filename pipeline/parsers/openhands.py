@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from typing import Any, cast
 
-from pipeline.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
+from pipeline.core.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
 from pipeline.parsers.common import (
     FORMAT_ERROR_REFERENCE_RE,
     as_dict,
@@ -45,8 +45,18 @@ from pipeline.parsers.common import (
 )
 from pipeline.parsers.format import Format, Machines, is_event_list
 
-_SKIP_ACTIONS = frozenset({"system", "recall", "condensation", "condensation_request",
-                           "change_agent_state", "null", "pause", "resume"})
+_SKIP_ACTIONS = frozenset(
+    {
+        "system",
+        "recall",
+        "condensation",
+        "condensation_request",
+        "change_agent_state",
+        "null",
+        "pause",
+        "resume",
+    }
+)
 _EDITOR_KEYS = ("command", "path", "file_text", "old_str", "new_str", "insert_line", "view_range")
 
 
@@ -60,16 +70,21 @@ def _metadata_call(ev: dict[str, Any]) -> ToolCall | None:
         return None
     resp = meta.get("model_response")
     choices = resp.get("choices") if isinstance(resp, dict) else None
-    msg = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(
-        choices[0], dict) else None
+    msg = (
+        choices[0].get("message")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+        else None
+    )
     calls = msg.get("tool_calls") if isinstance(msg, dict) else None
     if isinstance(calls, list):
         for i, tc in enumerate(calls):
             if isinstance(tc, dict) and opt_str(tc.get("id")) == call_id:
                 fn = sub_dict(tc, "function") if isinstance(tc.get("function"), dict) else tc
-                return ToolCall(name=name, args=decode_args(fn.get("arguments"),
-                                                            f"tool_call_metadata.tool_calls[{i}]"),
-                                call_id=call_id)
+                return ToolCall(
+                    name=name,
+                    args=decode_args(fn.get("arguments"), f"tool_call_metadata.tool_calls[{i}]"),
+                    call_id=call_id,
+                )
     return None
 
 
@@ -85,8 +100,7 @@ def _action_call(action: str, args: dict[str, Any]) -> ToolCall:
             out["view_range"] = args["view_range"]
         return ToolCall("str_replace_editor", out)
     if action == "edit":
-        return ToolCall("str_replace_editor",
-                        {k: args[k] for k in _EDITOR_KEYS if args.get(k) is not None})
+        return ToolCall("str_replace_editor", {k: args[k] for k in _EDITOR_KEYS if args.get(k) is not None})
     if action == "finish":
         return ToolCall("finish", {"message": opt_str(args.get("final_thought")) or ""})
     if action == "think":
@@ -99,7 +113,8 @@ def _action_call(action: str, args: dict[str, Any]) -> ToolCall:
 _WAIT_PREFIX_RE = re.compile(r"\A\[Below is the output of the previous command\.\]\n")
 _WAIT_SUFFIX_RE = re.compile(
     r"\n*\[(?:The command has no new output after|The command timed out after|Command timed out after)"
-    r"[^\n]*\]\s*\Z")
+    r"[^\n]*\]\s*\Z"
+)
 
 
 def strip_wait_notes(obs: str, md: dict[str, Any]) -> str:
@@ -115,8 +130,22 @@ def strip_wait_notes(obs: str, md: dict[str, Any]) -> str:
     return obs
 
 
-_EVENT_KEYS = frozenset({"id", "timestamp", "source", "message", "action", "observation", "cause",
-                         "args", "extras", "tool_call_metadata", "llm_metrics", "timeout"})
+_EVENT_KEYS = frozenset(
+    {
+        "id",
+        "timestamp",
+        "source",
+        "message",
+        "action",
+        "observation",
+        "cause",
+        "args",
+        "extras",
+        "tool_call_metadata",
+        "llm_metrics",
+        "timeout",
+    }
+)
 
 
 def _as_event(ev: Any, where: str, n: int, pending: list[str]) -> dict[str, Any]:
@@ -216,12 +245,17 @@ def parse_openhands(raw: RawRun) -> Episode:
             continue
         extras = sub_dict(ev, "extras")
         shown = extras.get("formatted_output_and_error")
-        text = shown if isinstance(shown, str) and shown else text_of(ev.get("content"),
-                                                                     f"events[{i}].content")
+        text = (
+            shown if isinstance(shown, str) and shown else text_of(ev.get("content"), f"events[{i}].content")
+        )
         obs, rc = clean_observation(text, counters)
         md = sub_dict(extras, "metadata")
         code = md.get("exit_code")
-        if working_dir is None and isinstance(md.get("working_dir"), str) and md["working_dir"].startswith("/"):
+        if (
+            working_dir is None
+            and isinstance(md.get("working_dir"), str)
+            and md["working_dir"].startswith("/")
+        ):
             working_dir = md["working_dir"]
         step = steps[by_id[cause]]
         if isinstance(code, int) and not isinstance(code, bool) and code < 0:
@@ -244,19 +278,34 @@ def parse_openhands(raw: RawRun) -> Episode:
     if model == "unknown" and isinstance(llm, dict):
         model = opt_str(llm.get("model")) or model
     return make_episode(
-        task_text=task_text, steps=steps, dialect="events", counters=counters,
+        task_text=task_text,
+        steps=steps,
+        dialect="events",
+        counters=counters,
         instance_id=opt_str(payload.get("instance_id"))
-        or (opt_str(payload.get("__file__")) or "").removesuffix(".json") or raw.source_uid,
-        repo=opt_str(payload.get("repo")) or opt_str(instance.get("repo")) or "", pool="openhands",
-        language="unknown", base_commit=opt_str(instance.get("base_commit") or payload.get("base_commit")),
-        patch=None, origin=raw.origin, harness="openhands", model=model,
-        source_uid=raw.source_uid, resolved=_resolved(payload), fold_group=None, epoch=raw.epoch,
-        root_hint=_root(task_text, steps, working_dir))
+        or (opt_str(payload.get("__file__")) or "").removesuffix(".json")
+        or raw.source_uid,
+        repo=opt_str(payload.get("repo")) or opt_str(instance.get("repo")) or "",
+        pool="openhands",
+        language="unknown",
+        base_commit=opt_str(instance.get("base_commit") or payload.get("base_commit")),
+        patch=None,
+        origin=raw.origin,
+        harness="openhands",
+        model=model,
+        source_uid=raw.source_uid,
+        resolved=_resolved(payload),
+        fold_group=None,
+        epoch=raw.epoch,
+        root_hint=_root(task_text, steps, working_dir),
+    )
 
 
 # the editor refusing a call's arguments before doing anything (openhands-aci's validation)
-_REJECTED_CALL_RE = re.compile(r"\A(?:ERROR:\n)?Parameter [`'][\w-]+[`'] (?:is required for command: \w+"
-                               r"|is expected to be one of )")
+_REJECTED_CALL_RE = re.compile(
+    r"\A(?:ERROR:\n)?Parameter [`'][\w-]+[`'] (?:is required for command: \w+"
+    r"|is expected to be one of )"
+)
 
 
 def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[Step]:
@@ -271,8 +320,9 @@ def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[S
             after = True
             continue
         if after and FORMAT_ERROR_REFERENCE_RE.search(st.thought):
-            raise ParseError("format_error_reference",
-                             f"the reply after a refused call refers to it: {st.thought[:80]!r}")
+            raise ParseError(
+                "format_error_reference", f"the reply after a refused call refers to it: {st.thought[:80]!r}"
+            )
         after = False
         kept.append(st)
     return kept
@@ -290,8 +340,12 @@ def _root(task_text: str, steps: list[Step], working_dir: str | None) -> str | N
     """The run's checkout: the task's ``<uploaded_files>`` line or "in the directory …"; else
     the shell's directory when the first command ran (OpenHands starts in the workspace it
     mounted); else the first ``cd`` into a checkout; else the folder of the first editor path."""
-    return (detect_root(task_text, []) or (working_dir.rstrip("/") or None if working_dir else None)
-            or detect_root("", steps) or _tool_root(steps))
+    return (
+        detect_root(task_text, [])
+        or (working_dir.rstrip("/") or None if working_dir else None)
+        or detect_root("", steps)
+        or _tool_root(steps)
+    )
 
 
 def _tool_root(steps: list[Step]) -> str | None:
@@ -306,7 +360,10 @@ def _tool_root(steps: list[Step]) -> str | None:
 
 
 MACHINES: Machines = {
-    "openhands": ("openhands", "OpenHands CodeAct in non-function-calling mode (`execute_bash`, `str_replace_editor`, `think`, `finish`)"),
+    "openhands": (
+        "openhands",
+        "OpenHands CodeAct in non-function-calling mode (`execute_bash`, `str_replace_editor`, `think`, `finish`)",
+    ),
 }
 
 
@@ -315,17 +372,28 @@ def is_openhands_record(obj: dict[str, Any]) -> bool:
     or resolver output (``history``, ``git_patch``): its history holds events, ``[action,
     observation]`` pairs or bare action/observation dicts, never chat messages."""
     history = obj.get("history")
-    if not isinstance(history, list) or not ("instruction" in obj or "test_result" in obj or "git_patch" in obj):
+    if not isinstance(history, list) or not (
+        "instruction" in obj or "test_result" in obj or "git_patch" in obj
+    ):
         return False
     head = [x for h in history[:20] for x in (h if isinstance(h, list) else [h])]
     return any(isinstance(x, dict) and ("action" in x or "observation" in x) for x in head) and not any(
-        isinstance(x, dict) and "role" in x for x in head[:5])
+        isinstance(x, dict) and "role" in x for x in head[:5]
+    )
 
 
 def _detect(obj: Any) -> bool:
-    return is_event_list(obj) or (isinstance(obj, dict) and (
-        is_openhands_record(obj) or is_event_list(obj.get("events"))))
+    return is_event_list(obj) or (
+        isinstance(obj, dict) and (is_openhands_record(obj) or is_event_list(obj.get("events")))
+    )
 
 
-FORMAT = Format(kind="openhands", parse=parse_openhands, harness="openhands", machines=MACHINES,
-                name="OpenHands", detect=_detect, list_key="events")
+FORMAT = Format(
+    kind="openhands",
+    parse=parse_openhands,
+    harness="openhands",
+    machines=MACHINES,
+    name="OpenHands",
+    detect=_detect,
+    list_key="events",
+)

@@ -17,13 +17,28 @@ import re
 # (closing marker that must be present, pattern): the guard keeps a hostile message with many
 # unclosed openings from making the lazy scan quadratic.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("</pr_description>", re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?"
-                                     r"(.*?)\n?[ \t]*</pr_description>", re.DOTALL)),
-    ("</issue_description>", re.compile(r"<issue_description>\s*\n?(.*?)\n?[ \t]*</issue_description>", re.DOTALL)),
+    (
+        "</pr_description>",
+        re.compile(
+            r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?"
+            r"(.*?)\n?[ \t]*</pr_description>",
+            re.DOTALL,
+        ),
+    ),
+    (
+        "</issue_description>",
+        re.compile(r"<issue_description>\s*\n?(.*?)\n?[ \t]*</issue_description>", re.DOTALL),
+    ),
     ("</issue>", re.compile(r"<issue>\s*\n?(.*?)\n?[ \t]*</issue>", re.DOTALL)),
     ("INSTRUCTIONS:", re.compile(r"(?:^|\n)ISSUE:\n(.*?)\n+\s*INSTRUCTIONS:", re.DOTALL)),
-    ("", re.compile(r"\A\s*Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\n\n## "
-                    r"|\n\n<instructions>|\Z)", re.DOTALL)),
+    (
+        "",
+        re.compile(
+            r"\A\s*Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\n\n## "
+            r"|\n\n<instructions>|\Z)",
+            re.DOTALL,
+        ),
+    ),
 ]
 _UPLOADED_RE = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.DOTALL)
 _PREAMBLE_RE = re.compile(r"\AI've uploaded an? [^\n]*?(?:\n\n|\n|$)")

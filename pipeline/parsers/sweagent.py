@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.episode import Bash, Episode, ParseError, RawRun, Step, ToolCall
+from pipeline.core.episode import Bash, Episode, ParseError, RawRun, Step, ToolCall
 from pipeline.parsers.common import (
     Msg,
     as_list,
@@ -35,15 +35,44 @@ from pipeline.parsers.common import (
 from pipeline.parsers.format import Format, is_message_list
 
 # SWE-agent's tool bundles (windowed editor, search, submit): everything else is a shell command.
-SPECIAL_COMMANDS = frozenset({
-    "open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "append",
-    "find_file", "search_dir", "search_file", "submit", "get_symbols", "filemap",
-    "exit_forfeit", "exit_cost", "exit_context", "exit_api", "exit_format",
-    # 0.x bundles beyond the editor (config/commands: cursors, CTF debug/server/decompile tools)
-    "set_cursors", "summarize", "decompile", "disassemble", "debug_start", "debug_add_breakpoint",
-    "debug_continue", "debug_step", "debug_exec", "debug_stop", "connect_start", "connect_sendline",
-    "connect_exec", "connect_stop",
-})
+SPECIAL_COMMANDS = frozenset(
+    {
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "insert",
+        "append",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "submit",
+        "get_symbols",
+        "filemap",
+        "exit_forfeit",
+        "exit_cost",
+        "exit_context",
+        "exit_api",
+        "exit_format",
+        # 0.x bundles beyond the editor (config/commands: cursors, CTF debug/server/decompile tools)
+        "set_cursors",
+        "summarize",
+        "decompile",
+        "disassemble",
+        "debug_start",
+        "debug_add_breakpoint",
+        "debug_continue",
+        "debug_step",
+        "debug_exec",
+        "debug_stop",
+        "connect_start",
+        "connect_sendline",
+        "connect_exec",
+        "connect_stop",
+    }
+)
 CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 # A ``submit`` that did not end the run: SWE-agent's review-on-submit stage (``review_on_submit_m``
 # prints a review checklist with the staged diff and waits for a second submit).
@@ -101,10 +130,15 @@ def _trajectory_steps(traj: list[Any], counters: Counter[str]) -> list[Step]:
             counters["parse/empty_action"] += 1
             continue
         thought = st.get("thought")
-        obs, rc = clean_observation(text_of(st.get("observation"), f"trajectory[{i}].observation"),
-                                    counters)
-        steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
-                          call=text_action(action), observation=obs, returncode=rc))
+        obs, rc = clean_observation(text_of(st.get("observation"), f"trajectory[{i}].observation"), counters)
+        steps.append(
+            Step(
+                thought=strip_think(thought if isinstance(thought, str) else ""),
+                call=text_action(action),
+                observation=obs,
+                returncode=rc,
+            )
+        )
     return steps
 
 
@@ -118,8 +152,12 @@ def parse_sweagent(raw: RawRun) -> Episode:
     repo_cfg = sub_dict(env, "repo")
     environment = opt_str(rec.get("environment"))
     file_stem = (opt_str(rec.get("__file__")) or "").removesuffix(".traj")
-    instance_id = (opt_str(ps.get("id")) or (environment if environment and "__" in environment else None)
-                   or file_stem or raw.source_uid)
+    instance_id = (
+        opt_str(ps.get("id"))
+        or (environment if environment and "__" in environment else None)
+        or file_stem
+        or raw.source_uid
+    )
     hist = _history(rec)
     traj_raw = rec.get("trajectory")
     traj = as_list(traj_raw, "trajectory") if traj_raw is not None else []
@@ -164,8 +202,14 @@ def parse_sweagent(raw: RawRun) -> Episode:
         counters: Counter[str] = Counter()
         # Without a trajectory, each history assistant message carries ``action`` and ``thought``.
         steps = _trajectory_steps(traj, counters) if traj else _history_text_steps(rec, counters)
-        ep = make_episode(task_text=task_text, steps=steps, dialect="sweagent_text",
-                          counters=counters, root_hint=root, **common)
+        ep = make_episode(
+            task_text=task_text,
+            steps=steps,
+            dialect="sweagent_text",
+            counters=counters,
+            root_hint=root,
+            **common,
+        )
     tool_actions(ep, declared_tools(next((m.text for m in hist if m.role == "system"), "")))
     mark_timeouts(ep)
     settle_submits(ep, opt_str(info.get("submission")) if isinstance(info, dict) else None)
@@ -183,11 +227,14 @@ def declared_tools(system_text: str) -> frozenset[str]:
     names = set(_DOC_BLOCK_RE.findall(system_text))
     at = system_text.find("COMMANDS:\n")
     if at >= 0:
-        section = system_text[at + len("COMMANDS:\n"):]
+        section = system_text[at + len("COMMANDS:\n") :]
         section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
         # a multi-line signature's terminator line (``end_of_edit - …`` after ``<text>``) is no tool
-        names.update(m.group(1) for m in _DOC_LINE_RE.finditer(section)
-                     if not section.startswith("<", section.rfind("\n", 0, max(m.start() - 1, 0)) + 1))
+        names.update(
+            m.group(1)
+            for m in _DOC_LINE_RE.finditer(section)
+            if not section.startswith("<", section.rfind("\n", 0, max(m.start() - 1, 0)) + 1)
+        )
     return frozenset(names)
 
 
@@ -220,14 +267,100 @@ def tool_actions(ep: Episode, tools: frozenset[str]) -> None:
 #   line may really have no newline.
 # Counted ``parse/sweagent_newline_restored``.
 
-_LINE_PROGRAMS = frozenset({
-    "pytest", "py.test", "tox", "nox", "pip", "pip3", "uv", "conda", "grep", "egrep", "fgrep", "rg", "ag", "find",
-    "ls", "wc", "sort", "uniq", "nl", "cut", "awk", "gawk", "git", "diff", "echo", "pwd", "which", "whoami", "du",
-    "df", "tree", "date", "env", "make", "cmake", "go", "cargo", "npm", "yarn", "node", "java", "javac", "mvn",
-    "gradle", "ruby", "rspec", "bundle", "php", "composer", "gcc", "g++", "clang", "rustc", "mypy", "flake8",
-    "ruff", "black", "pylint", "coverage", "file", "stat", "id", "uname", "ps", "type", "xxd", "od", "base64",
-    "md5sum", "sha256sum", "realpath", "dirname", "basename", "readlink", "test", "true", "false", "mkdir",
-    "rm", "cp", "mv", "touch", "chmod", "ln", "cd", "export", "source", ".", "apt", "apt-get"})
+_LINE_PROGRAMS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "tox",
+        "nox",
+        "pip",
+        "pip3",
+        "uv",
+        "conda",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "find",
+        "ls",
+        "wc",
+        "sort",
+        "uniq",
+        "nl",
+        "cut",
+        "awk",
+        "gawk",
+        "git",
+        "diff",
+        "echo",
+        "pwd",
+        "which",
+        "whoami",
+        "du",
+        "df",
+        "tree",
+        "date",
+        "env",
+        "make",
+        "cmake",
+        "go",
+        "cargo",
+        "npm",
+        "yarn",
+        "node",
+        "java",
+        "javac",
+        "mvn",
+        "gradle",
+        "ruby",
+        "rspec",
+        "bundle",
+        "php",
+        "composer",
+        "gcc",
+        "g++",
+        "clang",
+        "rustc",
+        "mypy",
+        "flake8",
+        "ruff",
+        "black",
+        "pylint",
+        "coverage",
+        "file",
+        "stat",
+        "id",
+        "uname",
+        "ps",
+        "type",
+        "xxd",
+        "od",
+        "base64",
+        "md5sum",
+        "sha256sum",
+        "realpath",
+        "dirname",
+        "basename",
+        "readlink",
+        "test",
+        "true",
+        "false",
+        "mkdir",
+        "rm",
+        "cp",
+        "mv",
+        "touch",
+        "chmod",
+        "ln",
+        "cd",
+        "export",
+        "source",
+        ".",
+        "apt",
+        "apt-get",
+    }
+)
 _STDIN_FILTERS = frozenset({"head", "tail", "sed", "cat", "sort", "uniq", "grep", "tee", "less", "more"})
 _PYTHON = re.compile(r"^(?:.*/)?python[\d.]*$")
 _FD_REDIRECT = re.compile(r"\s\d*>&\d+|\s&>>?\s*[^\s;&|]+")  # ``2>&1``: not a command separator
@@ -258,8 +391,13 @@ def prints_final_newline(command: str) -> bool:
         seg = segs[-1]
         argv = seg.argv
         prog = argv[0].rsplit("/", 1)[-1] if argv else ""
-        if prog in _STDIN_FILTERS and not _operands(argv) and len(segs) > 1 and segs[-2].op == "|" \
-                and prog != "grep":
+        if (
+            prog in _STDIN_FILTERS
+            and not _operands(argv)
+            and len(segs) > 1
+            and segs[-2].op == "|"
+            and prog != "grep"
+        ):
             segs = segs[:-1]  # ``… | head -20``: the lines come from before the filter
             continue
         if _PYTHON.match(prog):
@@ -277,8 +415,22 @@ def prints_final_newline(command: str) -> bool:
     return False
 
 
-_TOOL_OUTPUT_NAMES = frozenset({"str_replace_editor", "filemap", "open", "goto", "scroll_up", "scroll_down",
-                                "create", "edit", "insert", "find_file", "search_dir", "search_file"})
+_TOOL_OUTPUT_NAMES = frozenset(
+    {
+        "str_replace_editor",
+        "filemap",
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "insert",
+        "find_file",
+        "search_dir",
+        "search_file",
+    }
+)
 _BARE_NUMBER_TAIL = re.compile(r"\n *\d+\Z")
 
 
@@ -301,12 +453,17 @@ def restore_final_newlines(ep: Episode) -> None:
 
 # SWE-agent's notes for a command it killed: 0.x appends ``EXECUTION TIMED OUT`` (with a reason
 # since 0.7) to what the command printed; 1.x replaces the output with its cancel template.
-_TIMEOUT_0X = re.compile(r"\n?EXECUTION TIMED OUT(?: BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN [\d.]+ SECONDS\."
-                         r"\nPLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME "
-                         r"FRAME\.| BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN [\d.]+ SECONDS\."
-                         r"| AND INTERRUPT FAILED\. (?:RESTARTING PROCESS|TERMINATING INTERACTIVE SESSION)\.)?\s*\Z")
-_TIMEOUT_1X = re.compile(r"\AThe command (['\"]).*\1 was cancelled because it took more than [\d.]+ seconds\. "
-                         r"Please try a different command that completes more quickly\.(?: Note: .*)?\s*\Z", re.S)
+_TIMEOUT_0X = re.compile(
+    r"\n?EXECUTION TIMED OUT(?: BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN [\d.]+ SECONDS\."
+    r"\nPLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME "
+    r"FRAME\.| BECAUSE THE COMMAND WAS RUNNING FOR MORE THAN [\d.]+ SECONDS\."
+    r"| AND INTERRUPT FAILED\. (?:RESTARTING PROCESS|TERMINATING INTERACTIVE SESSION)\.)?\s*\Z"
+)
+_TIMEOUT_1X = re.compile(
+    r"\AThe command (['\"]).*\1 was cancelled because it took more than [\d.]+ seconds\. "
+    r"Please try a different command that completes more quickly\.(?: Note: .*)?\s*\Z",
+    re.S,
+)
 
 
 def mark_timeouts(ep: Episode) -> None:
@@ -344,7 +501,9 @@ def terminal_ls(ep: Episode) -> None:
         if any(f.startswith("-") and set(f[1:]) & set("1lmxCgno") for f in m.group(2).split()):
             continue
         new = f"{m.group(1)} -C{m.group(2)}"
-        st.call = Bash(new) if isinstance(c, Bash) else ToolCall(c.name, {**c.args, "command": new}, c.call_id)
+        st.call = (
+            Bash(new) if isinstance(c, Bash) else ToolCall(c.name, {**c.args, "command": new}, c.call_id)
+        )
         ep.counters["parse/terminal_ls_columns"] += 1
 
 
@@ -392,8 +551,14 @@ def _trajectory_submit(ep: Episode, traj: list[Any]) -> None:
         return
     obs, rc = clean_observation(text_of(st.get("observation"), "trajectory[-1].observation"), ep.counters)
     thought = st.get("thought")
-    ep.steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
-                         call=ToolCall("submit", {}), observation=obs, returncode=rc))
+    ep.steps.append(
+        Step(
+            thought=strip_think(thought if isinstance(thought, str) else ""),
+            call=ToolCall("submit", {}),
+            observation=obs,
+            returncode=rc,
+        )
+    )
     ep.counters["parse/trajectory_submit_recovered"] += 1
 
 
@@ -404,21 +569,43 @@ def _history_text_steps(rec: dict[str, Any], counters: Counter[str]) -> list[Ste
         if m.get("role") != "assistant" or not isinstance(m.get("action"), str):
             continue
         nxt = raw[i + 1] if i + 1 < len(raw) else None
-        obs_text = text_of(nxt.get("content"), f"history[{i + 1}].content") if nxt and nxt.get(
-            "role") in ("user", "tool") else ""
+        obs_text = (
+            text_of(nxt.get("content"), f"history[{i + 1}].content")
+            if nxt and nxt.get("role") in ("user", "tool")
+            else ""
+        )
         obs, rc = clean_observation(obs_text, counters)
         thought = m.get("thought")
-        steps.append(Step(thought=strip_think(thought if isinstance(thought, str) else ""),
-                          call=text_action(m["action"]), observation=obs, returncode=rc))
+        steps.append(
+            Step(
+                thought=strip_think(thought if isinstance(thought, str) else ""),
+                call=text_action(m["action"]),
+                observation=obs,
+                returncode=rc,
+            )
+        )
     return steps
 
 
 def _detect(obj: Any) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("history"), list) and (
-        "trajectory" in obj or "info" in obj or "environment" in obj or "replay_config" in obj
-        or is_message_list(obj["history"]))
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("history"), list)
+        and (
+            "trajectory" in obj
+            or "info" in obj
+            or "environment" in obj
+            or "replay_config" in obj
+            or is_message_list(obj["history"])
+        )
+    )
 
 
-FORMAT = Format(kind="sweagent", parse=parse_sweagent, harness="swe-agent",
-                machines={"swe-agent": ("swe-agent", "SWE-agent (windowed file viewer and editor, bash)")},
-                name="SWE-agent", detect=_detect)
+FORMAT = Format(
+    kind="sweagent",
+    parse=parse_sweagent,
+    harness="swe-agent",
+    machines={"swe-agent": ("swe-agent", "SWE-agent (windowed file viewer and editor, bash)")},
+    name="SWE-agent",
+    detect=_detect,
+)

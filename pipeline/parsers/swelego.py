@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.episode import Episode, RawRun
+from pipeline.core.episode import Episode, RawRun
 from pipeline.parsers.common import (
     first_user_text,
     language_hint,
@@ -44,5 +44,10 @@ def parse_swelego(raw: RawRun) -> Episode:
 
 
 # SWE-Lego files are read by sources/swelego.py, never detected in a user's file
-FORMAT = Format(kind="swelego", parse=parse_swelego, harness="openhands", machines=OPENHANDS_MACHINES,
-                sources=("swelego",))
+FORMAT = Format(
+    kind="swelego",
+    parse=parse_swelego,
+    harness="openhands",
+    machines=OPENHANDS_MACHINES,
+    sources=("swelego",),
+)

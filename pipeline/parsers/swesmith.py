@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.episode import Episode, RawRun
+from pipeline.core.episode import Episode, RawRun
 from pipeline.parsers.common import (
     first_user_text,
     language_hint,
@@ -72,6 +72,11 @@ def _detect(obj: Any) -> bool:
     return isinstance(msgs, list | str) and bool(msgs) and "instance_id" in obj and not has_mini_marker(obj)
 
 
-FORMAT = Format(kind="swesmith", parse=parse_swesmith, harness="swe-smith",
-                machines={"swe-smith": ("swe-smith", "SWE-agent as used by SWE-smith (bash and `str_replace_editor`)")},
-                name="SWE-smith", detect=_detect)
+FORMAT = Format(
+    kind="swesmith",
+    parse=parse_swesmith,
+    harness="swe-smith",
+    machines={"swe-smith": ("swe-smith", "SWE-agent as used by SWE-smith (bash and `str_replace_editor`)")},
+    name="SWE-smith",
+    detect=_detect,
+)

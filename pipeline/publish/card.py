@@ -13,33 +13,56 @@ import polars as pl
 import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
-from pipeline.config import VERSION
-from pipeline.ledger import Stats
+from pipeline.core.config import VERSION
+from pipeline.core.ledger import Stats
 from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
-from schemas.machines import license_text, pool_name
+from schemas.datasets import license_text, pool_name
 from schemas.run import COLUMN_MEANINGS, PUBLISHED, PUBLISHED_NAMES
 
 TAGS = ["software-engineering", "code", "agent-trajectories", "albedo"]
 DATA_GLOB = "data/train-*.parquet"
-NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                "eleven", "twelve"]
+NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
 AFFINE_UID = re.compile(r"^(?P<base>.+?)/(?P<kind>views|traces)/(?P<rest>[^#]*)")
 # Contents tables: (heading, column), in seed 002's order.
-CONTENTS = [("Resolved", "resolved"), ("Harness", "harness"), ("Task pool", "affine_source"),
-            ("Language", "language")]
+CONTENTS = [
+    ("Resolved", "resolved"),
+    ("Harness", "harness"),
+    ("Task pool", "affine_source"),
+    ("Language", "language"),
+]
 
 
 # the two names the card uses before a reader can know them, said once where first used
-GLOSSARY = ("Albedo is the training-data collection these datasets are made for (it keeps a catalog of tasks "
-            "and runs); `mini-coder` is its source of coding-agent runs in mini-swe-agent's text format.")
+GLOSSARY = (
+    "Albedo is the training-data collection these datasets are made for (it keeps a catalog of tasks "
+    "and runs); `mini-coder` is its source of coding-agent runs in mini-swe-agent's text format."
+)
 # the per-run steps in funnel order, as the summary sentence names their drops: stage → (one, several)
-SUMMARY_STEPS = [("quarantine", ("unreadable", "unreadable")), ("parse", ("not parsable", "not parsable")),
-                 ("convert", ("not convertible", "not convertible")),
-                 ("task_dedup", ("benchmark task", "benchmark tasks")),
-                 ("solution_leak", ("solution leak", "solution leaks")),
-                 ("benchmark_leak", ("benchmark leak", "benchmark leaks")), ("validate", ("invalid", "invalid")),
-                 ("traj_dedup", ("duplicate", "duplicates"))]
+SUMMARY_STEPS = [
+    ("quarantine", ("unreadable", "unreadable")),
+    ("parse", ("not parsable", "not parsable")),
+    ("convert", ("not convertible", "not convertible")),
+    ("task_dedup", ("benchmark task", "benchmark tasks")),
+    ("solution_leak", ("solution leak", "solution leaks")),
+    ("benchmark_leak", ("benchmark leak", "benchmark leaks")),
+    ("validate", ("invalid", "invalid")),
+    ("traj_dedup", ("duplicate", "duplicates")),
+]
 
 
 def fmt(n: int) -> str:
@@ -55,12 +78,20 @@ def size_category(n: int) -> str:
     """The Hub's size_categories bucket for ``n`` rows."""
     if n < 1_000:
         return "n<1K"
-    buckets = [(10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"), (10**7, "1M<n<10M"),
-               (10**8, "10M<n<100M"), (10**9, "100M<n<1B")]
+    buckets = [
+        (10**4, "1K<n<10K"),
+        (10**5, "10K<n<100K"),
+        (10**6, "100K<n<1M"),
+        (10**7, "1M<n<10M"),
+        (10**8, "10M<n<100M"),
+        (10**9, "100M<n<1B"),
+    ]
     for limit, label in buckets:
         if n < limit:
             return label
-    return "n>1T" if n >= 10**12 else "1B<n<10B" if n < 10**10 else "10B<n<100B" if n < 10**11 else "100B<n<1T"
+    return (
+        "n>1T" if n >= 10**12 else "1B<n<10B" if n < 10**10 else "10B<n<100B" if n < 10**11 else "100B<n<1T"
+    )
 
 
 def feature_yaml(dtype: pa.DataType) -> dict[str, object]:
@@ -72,8 +103,15 @@ def feature_yaml(dtype: pa.DataType) -> dict[str, object]:
         return {"list": feature_yaml(inner)}
     if pa.types.is_struct(dtype):
         return {"struct": [{"name": f.name, **feature_yaml(f.type)} for f in dtype]}
-    names = {pa.string(): "string", pa.large_string(): "large_string", pa.bool_(): "bool",
-             pa.int32(): "int32", pa.int64(): "int64", pa.float32(): "float32", pa.float64(): "float64"}
+    names = {
+        pa.string(): "string",
+        pa.large_string(): "large_string",
+        pa.bool_(): "bool",
+        pa.int32(): "int32",
+        pa.int64(): "int64",
+        pa.float32(): "float32",
+        pa.float64(): "float64",
+    }
     if dtype not in names:
         raise ValueError(f"no card dtype for {dtype}")
     return {"dtype": names[dtype]}
@@ -90,8 +128,9 @@ def card_data(dataset: str, frame: pl.DataFrame, num_bytes: int | None = None) -
         pretty_name=dataset,
         tags=TAGS,
         size_categories=[size_category(frame.height)],
-        configs=[{"config_name": "default", "default": True,
-                  "data_files": [{"split": "train", "path": DATA_GLOB}]}],
+        configs=[
+            {"config_name": "default", "default": True, "data_files": [{"split": "train", "path": DATA_GLOB}]}
+        ],
         dataset_info={
             "features": [{"name": f.name, **feature_yaml(f.type)} for f in PUBLISHED],
             "splits": [{"name": "train", "num_bytes": num_bytes, "num_examples": frame.height}],
@@ -111,7 +150,8 @@ def value_counts(frame: pl.DataFrame, column: str) -> list[tuple[str, int]]:
         return []
     counted = (
         frame.select(pl.col(column).cast(pl.Utf8).fill_null("").alias("v"))
-        .group_by("v").len()
+        .group_by("v")
+        .len()
         .sort(["len", "v"], descending=[True, False])
     )
     return [(v if v else "(none)", int(n)) for v, n in counted.iter_rows()]
@@ -152,7 +192,9 @@ def origin_text(origin: str, source_uids: Iterable[str], epochs: list[int]) -> s
                 traces = True
         parts = [", ".join(f"`{b}`" for b in sorted(bases))] if bases else []
         if views:
-            parts.append(("view " if len(views) == 1 else "views ") + ", ".join(f"`{v}`" for v in sorted(views)))
+            parts.append(
+                ("view " if len(views) == 1 else "views ") + ", ".join(f"`{v}`" for v in sorted(views))
+            )
         if traces:
             parts.append("raw traces")
         if epochs:
@@ -162,8 +204,11 @@ def origin_text(origin: str, source_uids: Iterable[str], epochs: list[int]) -> s
         names = sorted({u.split(":", 1)[0] for u in uids if ":" in u})
         files = sorted({u.split(":", 1)[1].split("#", 1)[0] for u in uids if ":" in u})
         where = ", ".join(f"`{n}`" for n in names)
-        return (f"the SWE-Lego dataset ({where}: {len(files)} file{'s' if len(files) != 1 else ''}, "
-                + ", ".join(f"`{f}`" for f in files) + ").")
+        return (
+            f"the SWE-Lego dataset ({where}: {len(files)} file{'s' if len(files) != 1 else ''}, "
+            + ", ".join(f"`{f}`" for f in files)
+            + ")."
+        )
     return f"`{origin}` trajectory files ({fmt(len(uids))} runs)."
 
 
@@ -200,8 +245,10 @@ def dataset_line(dataset: str, stats: Stats) -> str:
     ingested = int(stats.get("ingested", {}).get("by_dataset", {}).get(dataset, 0))
     published = int(stats.get("published", {}).get("by_dataset", {}).get(dataset, 0))
     dropped = int(stats.get("dropped", {}).get("by_dataset", {}).get(dataset, 0))
-    return (f"This dataset: {runs(ingested)} ingested, {fmt(dropped)} dropped, {fmt(published)} published "
-            "(unreadable input belongs to no dataset and is counted in the summary below).")
+    return (
+        f"This dataset: {runs(ingested)} ingested, {fmt(dropped)} dropped, {fmt(published)} published "
+        "(unreadable input belongs to no dataset and is counted in the summary below)."
+    )
 
 
 def across_all(stats: Stats, *, benchmarks_checked: bool) -> str:
@@ -219,19 +266,36 @@ def across_all(stats: Stats, *, benchmarks_checked: bool) -> str:
         lead = f"Across all {NUMBER_WORDS[n_sets] if n_sets < len(NUMBER_WORDS) else fmt(n_sets)} datasets"
     named = {stage for stage, _ in SUMMARY_STEPS}
     # quarantined input from the quarantine block: it is counted there even without a reason entry
-    steps = [(words, int(stats.get("quarantined", {}).get("total", 0)) if stage == "quarantine"
-              else _prefixed(drops, stage + "/")) for stage, words in SUMMARY_STEPS]
-    steps += [((f"dropped by {stage}",) * 2, n) for stage, n in sorted(_stages(drops).items()) if stage not in named]
+    steps = [
+        (
+            words,
+            int(stats.get("quarantined", {}).get("total", 0))
+            if stage == "quarantine"
+            else _prefixed(drops, stage + "/"),
+        )
+        for stage, words in SUMMARY_STEPS
+    ]
+    steps += [
+        ((f"dropped by {stage}",) * 2, n) for stage, n in sorted(_stages(drops).items()) if stage not in named
+    ]
     parts = [f"{fmt(n)} {words[n != 1]}" for words, n in steps if n]
     dropped = sum(n for _, n in steps)
-    sentence = (f"{lead}: {runs(ingested)} exported, {fmt(dropped)} dropped ("
-                + ("; ".join(parts) if parts else "none") + f"), {fmt(int(published.get('total', 0)))} published.")
+    sentence = (
+        f"{lead}: {runs(ingested)} exported, {fmt(dropped)} dropped ("
+        + ("; ".join(parts) if parts else "none")
+        + f"), {fmt(int(published.get('total', 0)))} published."
+    )
     if not benchmarks_checked:
         sentence += " The benchmark check was skipped."
-    secrets = {k.split("/", 1)[1]: int(v) for k, v in stats.get("counters", {}).items()
-               if k.startswith("scrub/") and int(v)}
+    secrets = {
+        k.split("/", 1)[1]: int(v)
+        for k, v in stats.get("counters", {}).items()
+        if k.startswith("scrub/") and int(v)
+    }
     if secrets:
-        kinds = ", ".join(f"{fmt(n)} `{k}`" for k, n in sorted(secrets.items(), key=lambda kv: (-kv[1], kv[0])))
+        kinds = ", ".join(
+            f"{fmt(n)} `{k}`" for k, n in sorted(secrets.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
         sentence += f" Secrets redacted: {fmt(sum(secrets.values()))} ({kinds})."
     return sentence
 
@@ -240,24 +304,33 @@ def _carry(n: int) -> str:
     return f"{fmt(n)} {'row here carries' if n == 1 else 'rows here carry'} albedo's id"
 
 
-def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *,
-                     benchmarks_checked: bool) -> list[str]:
+def how_it_was_built(
+    frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *, benchmarks_checked: bool
+) -> list[str]:
     albedo_ids = frame.filter(pl.col("id_kind") == "albedo").height if frame.height else 0
     tables = stats.get("benchmarks", {}).get("tables", []) or []
     if benchmarks_checked:
-        step1 = (f"1. **Task-level dedup:** tasks matching one of our benchmarks were dropped "
-                 f"{_drop_note(_stage_counts(drops, ('task_dedup',)))}. Runs on tasks albedo already has "
-                 f"were kept, under albedo's own task id when that id points at the same checkout the run had "
-                 f"({_carry(albedo_ids)}).")
+        step1 = (
+            f"1. **Task-level dedup:** tasks matching one of our benchmarks were dropped "
+            f"{_drop_note(_stage_counts(drops, ('task_dedup',)))}. Runs on tasks albedo already has "
+            f"were kept, under albedo's own task id when that id points at the same checkout the run had "
+            f"({_carry(albedo_ids)})."
+        )
         on = f" against {', '.join(f'`{t}`' for t in tables)}" if tables else ""
-        step5 = (f"5. **Benchmark leaks dropped**{on}: gold patches, problem statements and instance ids "
-                 f"of benchmark tasks {_drop_note(_stage_counts(drops, ('benchmark_leak',)))}.")
+        step5 = (
+            f"5. **Benchmark leaks dropped**{on}: gold patches, problem statements and instance ids "
+            f"of benchmark tasks {_drop_note(_stage_counts(drops, ('benchmark_leak',)))}."
+        )
     else:
-        step1 = (f"1. **Task-level dedup:** the benchmark task check was skipped (no benchmark tables, "
-                 f"`--no-benchmarks`). Runs on tasks albedo already has were kept, under albedo's own task id "
-                 f"when that id points at the same checkout the run had ({_carry(albedo_ids)}).")
-        step5 = ("5. **Benchmark leaks:** the benchmark check was skipped for this build (`--no-benchmarks`); "
-                 "no run was compared with benchmark tasks.")
+        step1 = (
+            f"1. **Task-level dedup:** the benchmark task check was skipped (no benchmark tables, "
+            f"`--no-benchmarks`). Runs on tasks albedo already has were kept, under albedo's own task id "
+            f"when that id points at the same checkout the run had ({_carry(albedo_ids)})."
+        )
+        step5 = (
+            "5. **Benchmark leaks:** the benchmark check was skipped for this build (`--no-benchmarks`); "
+            "no run was compared with benchmark tasks."
+        )
     return [
         f"From `trajpipe` {VERSION}:",
         "",
@@ -279,8 +352,16 @@ def how_it_was_built(frame: pl.DataFrame, drops: pl.DataFrame, stats: Stats, *,
     ]
 
 
-def render_card(dataset: str, frame: pl.DataFrame, stats: Stats, drops: pl.DataFrame, *,
-                benchmarks_checked: bool, epochs: list[int], num_bytes: int | None = None) -> str:
+def render_card(
+    dataset: str,
+    frame: pl.DataFrame,
+    stats: Stats,
+    drops: pl.DataFrame,
+    *,
+    benchmarks_checked: bool,
+    epochs: list[int],
+    num_bytes: int | None = None,
+) -> str:
     """README.md for ``dataset``: ``frame`` holds its rows (``messages`` and ``patch`` may be left
     out when ``num_bytes`` is given), ``drops`` the ledger (any datasets)."""
     data = card_data(dataset, frame, num_bytes)

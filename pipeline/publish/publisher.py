@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from pipeline.config import VERSION
-from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_json, file_sha256, move_dir, replace_if_changed, switch_symlink
-from pipeline.ledger import Stats
+from pipeline.core.config import VERSION
+from pipeline.core.ledger import Stats
+from pipeline.io.faults import crashpoint
+from pipeline.io.fileio import atomic_write_json, file_sha256, move_dir, replace_if_changed, switch_symlink
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
@@ -54,7 +54,8 @@ def check_publishable(stats: Mapping[str, Any]) -> None:
     if int(inv.get("ingested", -1)) != sum(parts):
         raise PublishRefused(
             f"ledger invariant failed: ingested {inv.get('ingested')} != published + dropped + quarantined "
-            f"{sum(parts)}")
+            f"{sum(parts)}"
+        )
     validation = stats.get("validation")
     if isinstance(validation, dict) and validation.get("ok") is False:
         raise PublishRefused(f"validation failed: {validation}")
@@ -73,8 +74,14 @@ def tree_files(tree: Path) -> list[str]:
     return files
 
 
-def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, stats: Stats,
-                 out_dir: Path, *, benchmarks_checked: bool) -> list[str]:
+def publish_tree(
+    published: pl.DataFrame | pl.LazyFrame,
+    drops: pl.DataFrame,
+    stats: Stats,
+    out_dir: Path,
+    *,
+    benchmarks_checked: bool,
+) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
     ``published`` may be lazy (a scan of the run store): then only one dataset's rows are in
@@ -91,13 +98,23 @@ def publish_tree(published: pl.DataFrame | pl.LazyFrame, drops: pl.DataFrame, st
         rows = lazy.filter(pl.col("dataset") == name)
         # the card needs every column but the two big ones; the shards stream row group by row group
         narrow = rows.select(pl.exclude("messages", "patch", "minhash")).collect()
-        epochs = sorted(int(e) for e in narrow["epoch"].unique().to_list() if e is not None) \
-            if "epoch" in narrow.columns else []
+        epochs = (
+            sorted(int(e) for e in narrow["epoch"].unique().to_list() if e is not None)
+            if "epoch" in narrow.columns
+            else []
+        )
         tree = out_dir / name
         plan = plan_shards(rows)
         write_shards(rows, tree / "data", plan=plan)
-        card = render_card(name, narrow, stats, drops, benchmarks_checked=benchmarks_checked, epochs=epochs,
-                           num_bytes=plan.num_bytes)
+        card = render_card(
+            name,
+            narrow,
+            stats,
+            drops,
+            benchmarks_checked=benchmarks_checked,
+            epochs=epochs,
+            num_bytes=plan.num_bytes,
+        )
         crashpoint("publish_write")
         write_bytes_if_changed(tree / "README.md", card.encode())
         crashpoint("publish_write")
@@ -191,9 +208,13 @@ def write_manifest(tree: Path, stats: Mapping[str, Any]) -> dict[str, Any]:
     files = {rel: file_sha256(tree / rel) for rel in _tree_listing(tree)}
     build = hashlib.sha256(orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     manifest = {
-        "format": MANIFEST_FORMAT, "build": build, "code_version": VERSION,
+        "format": MANIFEST_FORMAT,
+        "build": build,
+        "code_version": VERSION,
         "datasets": sorted({rel.split("/", 1)[0] for rel in files if "/" in rel}),
-        "files": files, "invariant": stats.get("invariant"), "validation": stats.get("validation"),
+        "files": files,
+        "invariant": stats.get("invariant"),
+        "validation": stats.get("validation"),
     }
     crashpoint("publish_write")
     atomic_write_json(tree / MANIFEST, manifest)
@@ -207,11 +228,16 @@ def verify_build(root: Path) -> dict[str, Any]:
     try:
         manifest = orjson.loads(path.read_bytes())
     except FileNotFoundError:
-        raise PublishRefused(f"{root} has no {MANIFEST}: it is not a finished build (rerun `trajpipe run`)") from None
+        raise PublishRefused(
+            f"{root} has no {MANIFEST}: it is not a finished build (rerun `trajpipe run`)"
+        ) from None
     except (OSError, orjson.JSONDecodeError) as exc:
         raise PublishRefused(f"{path} is damaged ({exc}): rerun `trajpipe run`") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
-            or not isinstance(manifest.get("datasets"), list):
+    if (
+        not isinstance(manifest, dict)
+        or not isinstance(manifest.get("files"), dict)
+        or not isinstance(manifest.get("datasets"), list)
+    ):
         raise PublishRefused(f"{path} is not a trajpipe build manifest")
     check_publishable(manifest)
     files: dict[str, str] = manifest["files"]
@@ -219,11 +245,15 @@ def verify_build(root: Path) -> dict[str, Any]:
     if present != sorted(files):
         extra = sorted(set(present) - set(files))[:3]
         missing = sorted(set(files) - set(present))[:3]
-        raise PublishRefused(f"{root} is not the build its manifest describes (missing {missing}, "
-                             f"unexpected {extra}): rerun `trajpipe run`")
+        raise PublishRefused(
+            f"{root} is not the build its manifest describes (missing {missing}, "
+            f"unexpected {extra}): rerun `trajpipe run`"
+        )
     for rel, sha in files.items():
         if file_sha256(root / rel) != sha:
-            raise PublishRefused(f"{root / rel} differs from the build manifest (sha256): rerun `trajpipe run`")
+            raise PublishRefused(
+                f"{root / rel} differs from the build manifest (sha256): rerun `trajpipe run`"
+            )
     return manifest
 
 
@@ -309,8 +339,10 @@ class PublishPlan:
         return "\n".join(self.lines())
 
     def lines(self) -> list[str]:
-        out = [f"{self.repo_id}: {len(self.add)} to add, {len(self.delete)} to delete, "
-               f"{len(self.unchanged)} unchanged"]
+        out = [
+            f"{self.repo_id}: {len(self.add)} to add, {len(self.delete)} to delete, "
+            f"{len(self.unchanged)} unchanged"
+        ]
         out += [f"  add       {p}" for p in self.add]
         out += [f"  delete    {p}" for p in self.delete]
         out += [f"  unchanged {p}" for p in self.unchanged]
@@ -361,7 +393,9 @@ def plan_dataset(tree: Path, repo_id: str, remote: dict[str, tuple[str | None, s
         else:
             plan.add.append(rel)
     # Only data shards are ours to delete; other remote files (.gitattributes, extras) stay.
-    plan.delete = sorted(p for p in remote if p.startswith("data/") and p.endswith(".parquet") and p not in local)
+    plan.delete = sorted(
+        p for p in remote if p.startswith("data/") and p.endswith(".parquet") and p not in local
+    )
     return plan
 
 
@@ -374,7 +408,9 @@ def build_id(tree: Path) -> str:
 
 
 def commit_message(tree: Path) -> str:
-    rows = sum(pq.ParquetFile(tree / rel).metadata.num_rows for rel in tree_files(tree) if rel.startswith("data/"))
+    rows = sum(
+        pq.ParquetFile(tree / rel).metadata.num_rows for rel in tree_files(tree) if rel.startswith("data/")
+    )
     return f"Publish {tree.name}: {rows:,} rows (trajpipe {VERSION}, build {build_id(tree)})"
 
 
@@ -389,9 +425,17 @@ def resolve_token(token: str | None) -> str | None:
     return get_token()
 
 
-def publish_to_hub(src: Path, org: str, *, api: HfApi | None = None, token: str | None = None,
-                   dry_run: bool = False, private: bool = False, create_pr: bool = False,
-                   stats: Stats | None = None) -> list[PublishPlan]:
+def publish_to_hub(
+    src: Path,
+    org: str,
+    *,
+    api: HfApi | None = None,
+    token: str | None = None,
+    dry_run: bool = False,
+    private: bool = False,
+    create_pr: bool = False,
+    stats: Stats | None = None,
+) -> list[PublishPlan]:
     """Push each dataset tree under ``src`` to ``<org>/<dataset>`` in one commit per dataset.
 
     With ``dry_run`` the plans are computed against the remote listing (a missing repo counts as
@@ -418,9 +462,17 @@ def publish_to_hub(src: Path, org: str, *, api: HfApi | None = None, token: str 
                 CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(tree / rel)) for rel in plan.add
             ]
             operations += [CommitOperationDelete(path_in_repo=rel) for rel in plan.delete]
-            info = api.create_commit(repo_id, operations, commit_message=plan.commit_message,
-                                     repo_type="dataset", create_pr=create_pr, **auth)
+            info = api.create_commit(
+                repo_id,
+                operations,
+                commit_message=plan.commit_message,
+                repo_type="dataset",
+                create_pr=create_pr,
+                **auth,
+            )
             plan.committed = True
-            plan.commit_url = str(getattr(info, "pr_url", None) or getattr(info, "commit_url", "") or "") or None
+            plan.commit_url = (
+                str(getattr(info, "pr_url", None) or getattr(info, "commit_url", "") or "") or None
+            )
         plans.append(plan)
     return plans

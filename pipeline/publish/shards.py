@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.fileio import atomic_write_bytes
+from pipeline.io.fileio import atomic_write_bytes
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
 MAX_SHARD_BYTES = 500 * 2**20
@@ -56,10 +56,14 @@ def row_bytes_expr() -> pl.Expr:
     fixed = 4 * len(string_cols) + 2 + 4  # string offsets, two bools, the list offset
     size = pl.sum_horizontal(pl.col(c).str.len_bytes().fill_null(0) for c in string_cols)
     msgs = (
-        pl.col("messages").list.eval(
+        pl.col("messages")
+        .list.eval(
             pl.element().struct.field("content").str.len_bytes().fill_null(0)
-            + pl.element().struct.field("role").str.len_bytes().fill_null(0) + 8
-        ).list.sum().fill_null(0)
+            + pl.element().struct.field("role").str.len_bytes().fill_null(0)
+            + 8
+        )
+        .list.sum()
+        .fill_null(0)
     )
     return (size + msgs + fixed).cast(pl.Int64)
 
@@ -91,8 +95,9 @@ def _shard_bytes(tables: Iterable[pa.Table]) -> bytes:
     """One shard in memory, compressed (≤ max_shard_bytes), so an unchanged shard is never touched
     on disk; each table is one row group and only one is uncompressed at a time."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, PUBLISHED, compression="zstd", write_page_index=True,
-                          use_content_defined_chunking=CDC_OPTIONS) as writer:
+    with pq.ParquetWriter(
+        sink, PUBLISHED, compression="zstd", write_page_index=True, use_content_defined_chunking=CDC_OPTIONS
+    ) as writer:
         for table in tables:
             writer.write_table(table, row_group_size=max(1, table.num_rows))
     data: bytes = sink.getvalue().to_pybytes()
@@ -113,14 +118,21 @@ class ShardPlan:
         return int(self.sizes.sum())
 
 
-def plan_shards(frame: pl.DataFrame | pl.LazyFrame, *, max_shard_bytes: int = MAX_SHARD_BYTES,
-                row_group_bytes: int = ROW_GROUP_BYTES) -> ShardPlan:
+def plan_shards(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    max_shard_bytes: int = MAX_SHARD_BYTES,
+    row_group_bytes: int = ROW_GROUP_BYTES,
+) -> ShardPlan:
     lazy = frame.lazy()
     missing = [n for n in PUBLISHED_NAMES if n not in lazy.collect_schema().names()]
     if missing:
         raise ValueError(f"frame lacks published columns: {missing}")
-    keys = (lazy.select("source_uid", "instance_id", "model", row_bytes_expr().alias("__size"))
-            .sort(["source_uid", "instance_id", "model"], maintain_order=True).collect(engine="streaming"))
+    keys = (
+        lazy.select("source_uid", "instance_id", "model", row_bytes_expr().alias("__size"))
+        .sort(["source_uid", "instance_id", "model"], maintain_order=True)
+        .collect(engine="streaming")
+    )
     sizes = keys["__size"].to_numpy() if keys.height else np.zeros(0, dtype=np.int64)
     groups = split_by_bytes(sizes, min(row_group_bytes, max_shard_bytes))
     starts = np.array([a for a, _ in groups], dtype=np.int64)
@@ -136,12 +148,20 @@ def _row_group(lazy: pl.LazyFrame, plan: ShardPlan, a: int, b: int) -> pa.Table:
     lo, hi = plan.uids[a], plan.uids[b - 1]
     rows = sorted_rows(lazy.filter(pl.col("source_uid").is_between(pl.lit(lo), pl.lit(hi))).collect())
     if rows.height != b - a:
-        raise ValueError(f"source_uid is not unique between {lo!r} and {hi!r}: {rows.height} rows, want {b - a}")
+        raise ValueError(
+            f"source_uid is not unique between {lo!r} and {hi!r}: {rows.height} rows, want {b - a}"
+        )
     return rows.to_arrow().cast(PUBLISHED)
 
 
-def write_shards(frame: pl.DataFrame | pl.LazyFrame, data_dir: Path, *, max_shard_bytes: int = MAX_SHARD_BYTES,
-                 row_group_bytes: int = ROW_GROUP_BYTES, plan: ShardPlan | None = None) -> list[Path]:
+def write_shards(
+    frame: pl.DataFrame | pl.LazyFrame,
+    data_dir: Path,
+    *,
+    max_shard_bytes: int = MAX_SHARD_BYTES,
+    row_group_bytes: int = ROW_GROUP_BYTES,
+    plan: ShardPlan | None = None,
+) -> list[Path]:
     """Write ``frame`` (PUBLISHED or WORK columns; eager or a lazy scan of the run store) as
     ``data_dir/train-0000i-of-0000N.parquet``, holding one row group of rows at a time.
 

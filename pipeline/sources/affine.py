@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun, RunKind, quarantine_reason_named
+from pipeline.core.config import Limits
+from pipeline.core.episode import Quarantined, RawRun, RunKind, quarantine_reason_named
 from pipeline.sources.base import (
     SHA256_RE,
     SHA_PREFIX_RE,
@@ -90,40 +90,73 @@ def list_units(location: str, *, base_url: str | None = None) -> tuple[list[Unit
     for i, shard in enumerate(current["shards"]):
         uid = f"{where}#shard={i}"
         if not isinstance(shard, dict):
-            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
-                                       f"shard entry {i} is a JSON {type(shard).__name__}, not an object"))
+            refused.append(
+                Quarantined(
+                    uid,
+                    cur_epoch,
+                    "bad_manifest_entry",
+                    f"shard entry {i} is a JSON {type(shard).__name__}, not an object",
+                )
+            )
             continue
         active = shard.get("active", True)
         if active is False:
             continue
         key, sha = shard.get("key"), shard.get("sha256")
         if active is not True:
-            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
-                                       f"shard entry {i}: active must be true or false, not {active!r:.40}"))
+            refused.append(
+                Quarantined(
+                    uid,
+                    cur_epoch,
+                    "bad_manifest_entry",
+                    f"shard entry {i}: active must be true or false, not {active!r:.40}",
+                )
+            )
         elif not isinstance(key, str) or not isinstance(sha, str):
-            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
-                                       f"shard entry {i} without key/sha256 strings"))
+            refused.append(
+                Quarantined(
+                    uid, cur_epoch, "bad_manifest_entry", f"shard entry {i} without key/sha256 strings"
+                )
+            )
         elif not SHA256_RE.match(sha.lower()):
-            refused.append(Quarantined(uid, cur_epoch, "bad_manifest_entry",
-                                       f"shard entry {i}: sha256 is not 64 hex digits"))
+            refused.append(
+                Quarantined(
+                    uid, cur_epoch, "bad_manifest_entry", f"shard entry {i}: sha256 is not 64 hex digits"
+                )
+            )
         else:
             listed.setdefault(key, []).append((i, sha.lower()))
     for key, entries in listed.items():
         if len({sha for _, sha in entries}) > 1:  # one key cannot hold two contents
-            refused += [Quarantined(f"{where}#shard={i}", cur_epoch, "bad_manifest_entry",
-                                    f"shard entry {i}: key listed {len(entries)} times with different sha256")
-                        for i, _ in entries]
+            refused += [
+                Quarantined(
+                    f"{where}#shard={i}",
+                    cur_epoch,
+                    "bad_manifest_entry",
+                    f"shard entry {i}: key listed {len(entries)} times with different sha256",
+                )
+                for i, _ in entries
+            ]
             continue
-        refused += [Quarantined(f"{where}#shard={i}", cur_epoch, "bad_manifest_entry",
-                                f"shard entry {i}: a repeat of entry {entries[0][0]} (same key and sha256)")
-                    for i, _ in entries[1:]]
+        refused += [
+            Quarantined(
+                f"{where}#shard={i}",
+                cur_epoch,
+                "bad_manifest_entry",
+                f"shard entry {i}: a repeat of entry {entries[0][0]} (same key and sha256)",
+            )
+            for i, _ in entries[1:]
+        ]
         try:
             loc = resolve_key(read_base, key)
         except UnsafeKey as exc:
             refused.append(Quarantined(f"{where}#shard={entries[0][0]}", cur_epoch, "unsafe_key", str(exc)))
             continue
-        units.append(Unit("affine-view", base, key, entries[0][1], first_epoch.get(key, cur_epoch), "raw",
-                          location=loc))
+        units.append(
+            Unit(
+                "affine-view", base, key, entries[0][1], first_epoch.get(key, cur_epoch), "raw", location=loc
+            )
+        )
     units.extend(_trace_units(read_base, base, cur_epoch, refused))
     units.sort(key=lambda u: (u.source, u.key))
     return units, refused
@@ -138,22 +171,38 @@ def _trace_units(read_base: str, base: str, epoch: int | None, refused: list[Qua
     where = f"{base}/traces/manifest.json"
     if isinstance(listing, dict) and isinstance(listing.get("chunks"), list):
         for i, c in enumerate(listing["chunks"]):
-            if not (isinstance(c, dict) and isinstance(c.get("key"), str) and isinstance(c.get("sha256"), str)
-                    and SHA_PREFIX_RE.match(c["sha256"].lower())):
-                refused.append(Quarantined(f"{where}#chunk={i}", epoch, "bad_manifest_entry",
-                                           f"chunk entry {i}: needs a key and a sha256 of 12 to 64 hex digits"))
+            if not (
+                isinstance(c, dict)
+                and isinstance(c.get("key"), str)
+                and isinstance(c.get("sha256"), str)
+                and SHA_PREFIX_RE.match(c["sha256"].lower())
+            ):
+                refused.append(
+                    Quarantined(
+                        f"{where}#chunk={i}",
+                        epoch,
+                        "bad_manifest_entry",
+                        f"chunk entry {i}: needs a key and a sha256 of 12 to 64 hex digits",
+                    )
+                )
                 continue
             ep = c.get("corpus_epoch", c.get("epoch"))
             entries.append((c["key"], c["sha256"].lower(), ep if isinstance(ep, int) else epoch))
     elif read_base.startswith("file://"):
         # No listing: every chunk, its sha12 taken from its name (verified by prefix on read).
-        root = Path(read_base[len("file://"):])
+        root = Path(read_base[len("file://") :])
         for p in sorted((root / "traces" / "chunks").glob("*.jsonl.gz")):
             stem = p.name[: -len(".jsonl.gz")]
             sha = stem.rsplit("-", 1)[-1].lower()
             if not SHA_PREFIX_RE.match(sha):
-                refused.append(Quarantined(f"{base}/traces/chunks/{p.name}", epoch, "bad_manifest_entry",
-                                           "chunk name carries no sha256 prefix of 12+ hex digits"))
+                refused.append(
+                    Quarantined(
+                        f"{base}/traces/chunks/{p.name}",
+                        epoch,
+                        "bad_manifest_entry",
+                        "chunk name carries no sha256 prefix of 12+ hex digits",
+                    )
+                )
                 continue
             entries.append((f"traces/chunks/{p.name}", sha, epoch))
     out = []
@@ -165,7 +214,9 @@ def _trace_units(read_base: str, base: str, epoch: int | None, refused: list[Qua
             refused.append(Quarantined(f"{base}/{key!r}", ep, "unsafe_key", str(exc)))
             continue
         if key in seen:
-            refused.append(Quarantined(f"{base}/{key}#repeat", ep, "bad_manifest_entry", "chunk listed twice"))
+            refused.append(
+                Quarantined(f"{base}/{key}#repeat", ep, "bad_manifest_entry", "chunk listed twice")
+            )
             continue
         seen.add(key)
         out.append(Unit("affine-trace", base, key, sha, ep, "gzip", location=loc))
@@ -185,19 +236,28 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     try:
         stream = open_location(unit.location)
     except OSError as exc:
-        yield ShardVerdict(False, "unreadable", f"{type(exc).__name__}: {exc}"[:500], retry=isinstance(exc, FetchFailed))
+        yield ShardVerdict(
+            False, "unreadable", f"{type(exc).__name__}: {exc}"[:500], retry=isinstance(exc, FetchFailed)
+        )
         return
     counting = _Counting(stream) if unit.sha_scope == "gzip" else None
     try:
         with stream:
-            lines = iter_gzip_lines(counting if counting is not None else stream,  # type: ignore[arg-type]
-                                    max_chunk_bytes=limits.max_chunk_bytes,
-                                    max_record_bytes=limits.max_record_bytes, raw_sha=raw_sha)
+            lines = iter_gzip_lines(
+                counting if counting is not None else stream,  # type: ignore[arg-type]
+                max_chunk_bytes=limits.max_chunk_bytes,
+                max_record_bytes=limits.max_record_bytes,
+                raw_sha=raw_sha,
+            )
             for line_no, line, problem in lines:
                 uid = f"{unit.url}#L{line_no}"
                 if problem:
-                    yield Quarantined(uid, unit.epoch, quarantine_reason_named(problem),
-                                      f"{unit.key} line {line_no}: over {limits.max_record_bytes} bytes")
+                    yield Quarantined(
+                        uid,
+                        unit.epoch,
+                        quarantine_reason_named(problem),
+                        f"{unit.key} line {line_no}: over {limits.max_record_bytes} bytes",
+                    )
                     continue
                 assert line is not None
                 if not line.strip():
@@ -208,13 +268,18 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
                 while counting.read(1 << 20):
                     pass
     except STREAM_ERRORS as exc:
-        yield ShardVerdict(False, quarantine_reason(exc), f"{type(exc).__name__}: {exc}"[:500],
-                           retry=isinstance(exc, FetchFailed))
+        yield ShardVerdict(
+            False,
+            quarantine_reason(exc),
+            f"{type(exc).__name__}: {exc}"[:500],
+            retry=isinstance(exc, FetchFailed),
+        )
         return
     got = raw_sha.hexdigest() if raw_sha is not None else counting.sha.hexdigest()  # type: ignore[union-attr]
     want = unit.sha256.lower()
-    if not (SHA256_RE.match(want) or (unit.source == "affine-trace" and SHA_PREFIX_RE.match(want))) \
-            or not got.startswith(want):
+    if not (
+        SHA256_RE.match(want) or (unit.source == "affine-trace" and SHA_PREFIX_RE.match(want))
+    ) or not got.startswith(want):
         yield ShardVerdict(False, "bad_sha256", f"expected {unit.sha256}, got {got}")
         return
     yield ShardVerdict(True)
@@ -227,9 +292,10 @@ def _record(unit: Unit, kind: RunKind, uid: str, line_no: int, line: bytes) -> R
     except orjson.JSONDecodeError as exc:
         return Quarantined(uid, unit.epoch, "bad_json", f"{where}: {exc}")
     if not isinstance(obj, dict):
-        return Quarantined(uid, unit.epoch, "not_object", f"{where}: a JSON {type(obj).__name__}, not an object")
+        return Quarantined(
+            uid, unit.epoch, "not_object", f"{where}: a JSON {type(obj).__name__}, not an object"
+        )
     missing = [k for k in REQUIRED[unit.source] if k not in obj]
     if missing:
         return Quarantined(uid, unit.epoch, "missing_field", f"{where}: missing {', '.join(missing)}")
     return RawRun(uid, ORIGIN, kind, unit.epoch, obj, len(line))
-

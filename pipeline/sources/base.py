@@ -22,7 +22,7 @@ from typing import IO, Literal
 
 import orjson
 
-from pipeline.episode import Quarantined, QuarantineReason, RawRun
+from pipeline.core.episode import Quarantined, QuarantineReason, RawRun
 
 # what a unit is read by (and its state key's prefix)
 SourceName = Literal["affine-view", "affine-trace", "swelego"]
@@ -104,7 +104,7 @@ def resolve_key(base: str, key: str) -> str:
     if any(p in ("..", ".", "") for p in parts) or ":" in parts[0] or len(key) > 1024:
         raise UnsafeKey(f"key {key!r} escapes the corpus root")
     if base.startswith("file://"):
-        root = Path(base[len("file://"):])
+        root = Path(base[len("file://") :])
         path = root / key
         try:
             inside = path.resolve().is_relative_to(root.resolve())
@@ -138,7 +138,11 @@ def redact_url(url: str) -> str:
 
 def _origin(url: str) -> tuple[str, str, int | None]:
     p = urllib.parse.urlsplit(url)
-    return p.scheme.lower(), (p.hostname or "").lower(), p.port or {"http": 80, "https": 443}.get(p.scheme.lower())
+    return (
+        p.scheme.lower(),
+        (p.hostname or "").lower(),
+        p.port or {"http": 80, "https": 443}.get(p.scheme.lower()),
+    )
 
 
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
@@ -147,8 +151,9 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
         target = urllib.parse.urljoin(req.full_url, newurl)
         if _origin(target) != _origin(req.full_url):
-            raise FetchFailed(f"refused a redirect from {redact_url(req.full_url)} to another origin "
-                              f"({redact_url(target)})")
+            raise FetchFailed(
+                f"refused a redirect from {redact_url(req.full_url)} to another origin ({redact_url(target)})"
+            )
         return super().redirect_request(req, fp, code, msg, headers, target)
 
 
@@ -158,8 +163,15 @@ _OPENER = urllib.request.build_opener(_SameOrigin)
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code >= 500 or exc.code in (408, 429)
-    return isinstance(exc, ConnectionError | TimeoutError | socket.timeout | http.client.IncompleteRead
-                      | http.client.RemoteDisconnected | urllib.error.URLError)
+    return isinstance(
+        exc,
+        ConnectionError
+        | TimeoutError
+        | socket.timeout
+        | http.client.IncompleteRead
+        | http.client.RemoteDisconnected
+        | urllib.error.URLError,
+    )
 
 
 class _HttpStream(io.RawIOBase):
@@ -171,10 +183,14 @@ class _HttpStream(io.RawIOBase):
         self.shown = redact_url(url)
         self.headers: dict[str, str] = {}
         if parts.password is not None or parts.username is not None:
-            cred = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+            cred = (
+                f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+            )
             self.headers["Authorization"] = "Basic " + base64.b64encode(cred.encode()).decode()
             host = parts.hostname or ""
-            url = urllib.parse.urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
+            url = urllib.parse.urlunsplit(
+                parts._replace(netloc=host + (f":{parts.port}" if parts.port else ""))
+            )
         self.url = url
         self.deadline = time.monotonic() + deadline_s
         self.offset = 0
@@ -193,14 +209,16 @@ class _HttpStream(io.RawIOBase):
             if self.offset:
                 headers["Range"] = f"bytes={self.offset}-"
             try:
-                resp = _OPENER.open(urllib.request.Request(self.url, headers=headers),
-                                    timeout=min(READ_TIMEOUT_S, self._left()))
+                resp = _OPENER.open(
+                    urllib.request.Request(self.url, headers=headers),
+                    timeout=min(READ_TIMEOUT_S, self._left()),
+                )
             except FetchFailed:
                 raise
             except (OSError, http.client.HTTPException) as exc:
                 if attempt == FETCH_RETRIES or not _transient(exc):
                     raise FetchFailed(f"{self.shown}: {type(exc).__name__}: {exc}") from None
-                time.sleep(min(2.0 ** attempt * 0.25, max(0.0, self._left() - 0.01)))
+                time.sleep(min(2.0**attempt * 0.25, max(0.0, self._left() - 0.01)))
                 continue
             if self.offset and resp.status != 206:  # no range support: skip what was read
                 skip = self.offset
@@ -230,7 +248,7 @@ class _HttpStream(io.RawIOBase):
                 if attempt == FETCH_RETRIES or not _transient(exc):
                     raise FetchFailed(f"{self.shown}: {type(exc).__name__}: {exc}") from None
                 self.resp.close()
-                time.sleep(min(2.0 ** attempt * 0.25, max(0.0, self._left() - 0.01)))
+                time.sleep(min(2.0**attempt * 0.25, max(0.0, self._left() - 0.01)))
                 self._open()
                 continue
             n = len(data)
@@ -284,8 +302,13 @@ class _Counting(io.RawIOBase):
 _CONTENT = re.compile(rb"\S[^\n]*")  # a line from its first non-blank byte (blank lines are skipped in C)
 
 
-def iter_gzip_lines(stream: IO[bytes], *, max_chunk_bytes: int, max_record_bytes: int,
-                    raw_sha: hashlib._Hash | None, ) -> Iterator[tuple[int, bytes | None, str]]:
+def iter_gzip_lines(
+    stream: IO[bytes],
+    *,
+    max_chunk_bytes: int,
+    max_record_bytes: int,
+    raw_sha: hashlib._Hash | None,
+) -> Iterator[tuple[int, bytes | None, str]]:
     """Yield ``(line_no, line_bytes | None, problem)`` for every non-blank line of a gzip JSONL
     stream, hashing the uncompressed bytes into ``raw_sha``. Blank lines are counted (line numbers
     stay those of the file) but never materialised, so a stream of newlines costs only the
@@ -324,10 +347,14 @@ def iter_gzip_lines(stream: IO[bytes], *, max_chunk_bytes: int, max_record_bytes
         for m in _CONTENT.finditer(data, start):
             line_no += data.count(b"\n", pos, m.start())
             line = m.group()
-            yield (line_no + 1, None, "record_too_large") if len(line) > max_record_bytes else (line_no + 1, line, "")
+            yield (
+                (line_no + 1, None, "record_too_large")
+                if len(line) > max_record_bytes
+                else (line_no + 1, line, "")
+            )
             pos = m.start()
         line_no += data.count(b"\n", pos)
-        pending = block[last + 1:]
+        pending = block[last + 1 :]
         if len(pending) > max_record_bytes:
             yield line_no + 1, None, "record_too_large"
             pending, skipping = b"", True
@@ -341,8 +368,13 @@ class ShardTooLarge(Exception):
     pass
 
 
-STREAM_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, zlib.error, gzip.BadGzipFile,
-                                                  ShardTooLarge)
+STREAM_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    OSError,
+    zlib.error,
+    gzip.BadGzipFile,
+    ShardTooLarge,
+)
 
 
 def quarantine_reason(exc: BaseException) -> QuarantineReason:
@@ -353,7 +385,9 @@ def quarantine_reason(exc: BaseException) -> QuarantineReason:
     return "unreadable"
 
 
-def shard_quarantine(unit: Unit, runs: list[RawRun], reason: QuarantineReason, detail: str) -> list[Quarantined]:
+def shard_quarantine(
+    unit: Unit, runs: list[RawRun], reason: QuarantineReason, detail: str
+) -> list[Quarantined]:
     """A shard that fails verification: one entry per readable record, or one for the shard."""
     if not runs:
         return [Quarantined(unit.url, unit.epoch, reason, f"{unit.key}: {detail}")]

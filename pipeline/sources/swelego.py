@@ -20,9 +20,9 @@ from typing import IO, Any, cast
 import orjson
 import pyarrow.parquet as pq
 
-from pipeline.config import Limits
-from pipeline.episode import Quarantined, RawRun, quarantine_reason_named
-from pipeline.fileio import file_sha256
+from pipeline.core.config import Limits
+from pipeline.core.episode import Quarantined, RawRun, quarantine_reason_named
+from pipeline.io.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
 
 
@@ -42,7 +42,7 @@ def filesystem_for(url: str) -> tuple[Any, str]:
     if url.startswith("hf://"):
         from huggingface_hub import HfFileSystem
 
-        return HfFileSystem(), url[len("hf://"):]
+        return HfFileSystem(), url[len("hf://") :]
     import fsspec  # type: ignore[import-untyped]
 
     return cast(tuple[Any, str], fsspec.core.url_to_fs(url))
@@ -92,7 +92,9 @@ def _list_remote(location: str, dataset: str | None, unit_rows: int) -> list[Uni
         info = fs.info(path)
         if info.get("type") == "directory":
             found = fs.find(path, detail=True)
-            files = sorted((p, i) for p, i in found.items() if i.get("type") != "directory" and p.endswith(SUFFIXES))
+            files = sorted(
+                (p, i) for p, i in found.items() if i.get("type") != "directory" and p.endswith(SUFFIXES)
+            )
         else:
             files = [(path, info)]
     except Exception as exc:
@@ -110,11 +112,20 @@ def _list_remote(location: str, dataset: str | None, unit_rows: int) -> list[Uni
     scheme = location.split("://", 1)[0]
     units = []
     for f, finfo in files:
-        rel = f[len(top):].lstrip("/") if top and f.startswith(top + "/") else f.rsplit("/", 1)[-1]
-        unit = Unit("swelego", label, rel, _remote_sha256(fs, f, finfo), None, "gzip", dataset_label=label,
-                    location=f"{scheme}://{f}")
+        rel = f[len(top) :].lstrip("/") if top and f.startswith(top + "/") else f.rsplit("/", 1)[-1]
+        unit = Unit(
+            "swelego",
+            label,
+            rel,
+            _remote_sha256(fs, f, finfo),
+            None,
+            "gzip",
+            dataset_label=label,
+            location=f"{scheme}://{f}",
+        )
         units.extend(_row_group_parts(unit, unit_rows) if f.endswith(".parquet") else [unit])
     return units
+
 
 ORIGIN = "SWE-Lego"
 SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -155,7 +166,9 @@ def list_units(location: str, *, dataset: str | None = None, unit_rows: int | No
     for f in files:
         rel = f.relative_to(top).as_posix() if f.is_relative_to(top) else f.name
         unit = Unit("swelego", label, rel, file_sha256(f), None, "gzip", dataset_label=label, location=str(f))
-        units.extend(_row_group_parts(unit, unit_rows or UNIT_ROWS) if f.name.endswith(".parquet") else [unit])
+        units.extend(
+            _row_group_parts(unit, unit_rows or UNIT_ROWS) if f.name.endswith(".parquet") else [unit]
+        )
     return units
 
 
@@ -196,8 +209,12 @@ def read_unit(unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | Sha
     yield ShardVerdict(True)
 
 
-def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_row: int = 0,
-                  max_record_bytes: int = 64 * 2**20) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def _parquet_rows(
+    path: str,
+    row_groups: tuple[int, int] | None = None,
+    first_row: int = 0,
+    max_record_bytes: int = 64 * 2**20,
+) -> Iterator[tuple[int, dict[str, Any] | str]]:
     """Rows of a Parquet file as dicts; a row whose decoded size is over ``max_record_bytes`` is a
     ``record_too_large`` problem and is never turned into Python objects. Batches are sized from
     the row groups' uncompressed sizes, so a file of a few huge rows is read a row at a time."""
@@ -205,8 +222,9 @@ def _parquet_rows(path: str, row_groups: tuple[int, int] | None = None, first_ro
         yield from _parquet_batches(pf, row_groups, first_row, max_record_bytes)
 
 
-def _parquet_batches(pf: pq.ParquetFile, row_groups: tuple[int, int] | None, first_row: int,
-                     max_record_bytes: int) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def _parquet_batches(
+    pf: pq.ParquetFile, row_groups: tuple[int, int] | None, first_row: int, max_record_bytes: int
+) -> Iterator[tuple[int, dict[str, Any] | str]]:
     n = first_row
     groups = list(range(*row_groups)) if row_groups else list(range(pf.metadata.num_row_groups))
     for g in groups:
@@ -255,12 +273,16 @@ def _jsonl_rows(path: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]
             yield n, obj if isinstance(obj, dict) else f"not_object: a JSON {type(obj).__name__}"
 
 
-def _record(uid: str, key: str, n: int, row: dict[str, Any], resolved: str, limits: Limits) -> RawRun | Quarantined:
+def _record(
+    uid: str, key: str, n: int, row: dict[str, Any], resolved: str, limits: Limits
+) -> RawRun | Quarantined:
     where = f"{key} row {n}"
     messages = row.get("messages")
     if isinstance(messages, str | bytes):
         if len(messages) > limits.max_record_bytes:
-            return Quarantined(uid, None, "record_too_large", f"{where}: over {limits.max_record_bytes} bytes")
+            return Quarantined(
+                uid, None, "record_too_large", f"{where}: over {limits.max_record_bytes} bytes"
+            )
         try:
             messages = orjson.loads(messages)
         except orjson.JSONDecodeError as exc:
@@ -269,6 +291,9 @@ def _record(uid: str, key: str, n: int, row: dict[str, Any], resolved: str, limi
         return Quarantined(uid, None, "missing_field", f"{where}: needs instance_id and a messages list")
     payload = dict(row)
     payload["messages"] = messages
-    size = sum(len(m.get("content") or "") for m in messages if isinstance(m, dict)
-               and isinstance(m.get("content"), str))
+    size = sum(
+        len(m.get("content") or "")
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("content"), str)
+    )
     return RawRun(uid, ORIGIN, "swelego", None, payload, size, resolved_hint=resolved)

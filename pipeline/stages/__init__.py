@@ -1,7 +1,7 @@
 """The ledger's steps, declared once (docs/ARCHITECTURE.md "Steps").
 
-``STEPS`` is read by the per-unit work (``pipeline.process.process_unit``), by ``trajpipe convert``
-(``pipeline.convert_files``, which skips the corpus-level steps) and by the ledger's stage order
+``STEPS`` is read by the per-unit work (``pipeline.orchestration.process.process_unit``), by ``trajpipe convert``
+(``pipeline.orchestration.convert_files``, which skips the corpus-level steps) and by the ledger's stage order
 (``STAGE_ORDER``). Every step follows the contract of :class:`pipeline.stages.base.Step`.
 """
 
@@ -21,7 +21,16 @@ from pipeline.stages.validate import Validate
 
 # In ledger order: a run is dropped once, by the first step that drops it.
 STEPS: tuple[type[Step[Any, Any]], ...] = (
-    Quarantine, Parse, Convert, TaskDedup, SolutionLeak, BenchmarkLeak, Scrub, Validate, TrajDedup)
+    Quarantine,
+    Parse,
+    Convert,
+    TaskDedup,
+    SolutionLeak,
+    BenchmarkLeak,
+    Scrub,
+    Validate,
+    TrajDedup,
+)
 
 STAGE_ORDER: tuple[StageName, ...] = tuple(s.name for s in STEPS)
 

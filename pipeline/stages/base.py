@@ -3,7 +3,7 @@
 A step has a ``name`` (its ledger stage), the ``reasons`` it may drop a run for, and one method,
 :meth:`Step.process`, from a batch to a :class:`StageOutput` (kept batch, dropped rows with
 ``(stage, reason, detail)``, counters). It is built once per worker with the
-:class:`~pipeline.context.Context` (so it can build its indexes once) and then called on batches.
+:class:`~pipeline.core.context.Context` (so it can build its indexes once) and then called on batches.
 A call does no I/O and knows nothing about executors; counters merge by addition.
 
 The base's :meth:`Step.__call__` owns what every step shares, as datatrove's ``BaseFilter.run``
@@ -14,7 +14,7 @@ bug is counted and explained, never a lost run. A global step (``is_global``) ru
 driver over every new run; an exception there aborts the run before anything is committed.
 
 :class:`RunStep` is the base of the steps that work one run at a time (parse, convert): a run
-whose step raises :class:`~pipeline.episode.PipelineDrop` is dropped with its reason, one that
+whose step raises :class:`~pipeline.core.episode.PipelineDrop` is dropped with its reason, one that
 raises anything else is ``<stage>/crash``, and the others go on.
 """
 
@@ -28,16 +28,25 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import polars as pl
 
-from pipeline.episode import PipelineDrop
+from pipeline.core.episode import PipelineDrop
 from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
-    from pipeline.context import Context
+    from pipeline.core.context import Context
 
 # The ledger's stages, in ledger order. ``pipeline.stages.STEPS`` declares one step per name
 # (tests/test_steps.py checks that the two agree).
-StageName = Literal["quarantine", "parse", "convert", "task_dedup", "solution_leak", "benchmark_leak",
-                    "scrub", "validate", "traj_dedup"]
+StageName = Literal[
+    "quarantine",
+    "parse",
+    "convert",
+    "task_dedup",
+    "solution_leak",
+    "benchmark_leak",
+    "scrub",
+    "validate",
+    "traj_dedup",
+]
 
 DETAIL_LIMIT = 2000  # characters of a drop's detail kept in the ledger
 TRACEBACK_LIMIT = 1500  # characters of a crash's traceback kept (its innermost frames)
@@ -62,15 +71,23 @@ def drops_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=empty(DROPS).schema)
 
 
-def drop_row(source_uid: str, epoch: int | None, dataset: str, stage: str, reason: str,
-             detail: str) -> dict[str, Any]:
+def drop_row(
+    source_uid: str, epoch: int | None, dataset: str, stage: str, reason: str, detail: str
+) -> dict[str, Any]:
     """One ledger row (the detail cut to :data:`DETAIL_LIMIT` characters)."""
-    return {"source_uid": source_uid, "epoch": epoch, "dataset": dataset, "stage": stage,
-            "reason": reason, "detail": detail[:DETAIL_LIMIT]}
+    return {
+        "source_uid": source_uid,
+        "epoch": epoch,
+        "dataset": dataset,
+        "stage": stage,
+        "reason": reason,
+        "detail": detail[:DETAIL_LIMIT],
+    }
 
 
-def drops_from(batch: pl.DataFrame, stage: str, reason: pl.Expr | str,
-               detail: pl.Expr | str = "") -> pl.DataFrame:
+def drops_from(
+    batch: pl.DataFrame, stage: str, reason: pl.Expr | str, detail: pl.Expr | str = ""
+) -> pl.DataFrame:
     """Ledger rows for every row of ``batch`` (which must carry source_uid, epoch, dataset)."""
     r = pl.lit(reason) if isinstance(reason, str) else reason
     d = pl.lit(detail) if isinstance(detail, str) else detail
@@ -129,8 +146,11 @@ class Step(Generic[In, Out]):
             if self.is_global:
                 raise
             detail = crash_detail(exc)
-            return StageOutput(self.empty_kept(batch[:0]),  # type: ignore[index]
-                               self.drop_all(batch, "crash", detail), Counter({f"{self.name}/crash": len(batch)}))
+            return StageOutput(
+                self.empty_kept(batch[:0]),  # type: ignore[index]
+                self.drop_all(batch, "crash", detail),
+                Counter({f"{self.name}/crash": len(batch)}),
+            )
         out.counters = self.qualify(out.counters)
         return out
 
@@ -139,16 +159,21 @@ class Step(Generic[In, Out]):
         own = (self.name, *self.namespaces)
         if all(k.partition("/")[0] in own for k in counters):
             return counters
-        return Counter({(k if k.partition("/")[0] in own else f"{self.name}/{k}"): v for k, v in counters.items()})
+        return Counter(
+            {(k if k.partition("/")[0] in own else f"{self.name}/{k}"): v for k, v in counters.items()}
+        )
 
-    def split(self, batch: pl.DataFrame, drop_mask: pl.Series, reason: pl.Series | str,
-              detail: pl.Series | str = "") -> StageOutput[pl.DataFrame]:
+    def split(
+        self, batch: pl.DataFrame, drop_mask: pl.Series, reason: pl.Series | str, detail: pl.Series | str = ""
+    ) -> StageOutput[pl.DataFrame]:
         """Helper: drop the rows where ``drop_mask`` is true with per-row reason/detail."""
         tmp = batch.with_columns(
-            (reason if isinstance(reason, pl.Series) else pl.Series([reason] * batch.height))
-            .alias("__reason"),
-            (detail if isinstance(detail, pl.Series) else pl.Series([detail] * batch.height))
-            .alias("__detail"),
+            (reason if isinstance(reason, pl.Series) else pl.Series([reason] * batch.height)).alias(
+                "__reason"
+            ),
+            (detail if isinstance(detail, pl.Series) else pl.Series([detail] * batch.height)).alias(
+                "__detail"
+            ),
             drop_mask.alias("__drop"),
         )
         gone = tmp.filter(pl.col("__drop"))

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from pipeline.rows import dataset_of, work_row
+from pipeline.core.rows import dataset_of, work_row
 from pipeline.stages.base import RunStep
 from pipeline.stages.parse import Parsed
 from schemas.run import WORK, empty
@@ -16,10 +16,24 @@ from schemas.run import WORK, empty
 class Convert(RunStep[Parsed, pl.DataFrame]):
     name = "convert"
     reasons: ClassVar[tuple[str, ...]] = (
-        "unknown_tool", "bad_tool_args", "bad_step", "empty_command", "no_turns", "fence_in_command",
-        "interactive_input", "undo_edit", "failed_create", "sweagent_window", "sweagent_search_overflow",
-        "unverifiable_listing", "unverifiable_search", "apply_patch_format", "apply_patch_failed",
-        "too_deep", "crash")
+        "unknown_tool",
+        "bad_tool_args",
+        "bad_step",
+        "empty_command",
+        "no_turns",
+        "fence_in_command",
+        "interactive_input",
+        "undo_edit",
+        "failed_create",
+        "sweagent_window",
+        "sweagent_search_overflow",
+        "unverifiable_listing",
+        "unverifiable_search",
+        "apply_patch_format",
+        "apply_patch_failed",
+        "too_deep",
+        "crash",
+    )
     namespaces = ("dialect_drops", "dialect_turns")
 
     def one(self, item: Parsed, counters: Counter[str]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.context import Context
+from pipeline.core.context import Context
 from pipeline.leaks.benchmark import (
     BatchLines,
     BenchmarkIndex,
@@ -44,7 +44,14 @@ from schemas.run import DROPS, empty
 
 class SolutionLeak(Stage):
     name = "solution_leak"
-    reasons = ("git_history", "foreign_object", "bug_patch", "network_fetch", "package_fetch", "site_packages")
+    reasons = (
+        "git_history",
+        "foreign_object",
+        "bug_patch",
+        "network_fetch",
+        "package_fetch",
+        "site_packages",
+    )
     namespaces = ("solution_leak_attempt",)  # attempted, unconfirmed, kept
     corpus_level = True
 

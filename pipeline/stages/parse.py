@@ -1,12 +1,12 @@
-"""Parse: every raw run → one :class:`~pipeline.episode.Episode` (``pipeline/parsers/``)."""
+"""Parse: every raw run → one :class:`~pipeline.core.episode.Episode` (``pipeline/parsers/``)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import ClassVar, NamedTuple
 
-from pipeline.episode import Episode, RawRun
-from pipeline.rows import dataset_of
+from pipeline.core.episode import Episode, RawRun
+from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep
 
 
@@ -18,8 +18,18 @@ class Parsed(NamedTuple):
 class Parse(RunStep[RawRun, list[Parsed]]):
     name = "parse"
     reasons: ClassVar[tuple[str, ...]] = (
-        "bad_shape", "bad_tool_call", "bad_arguments", "bad_json", "missing_field", "no_task", "no_steps",
-        "unknown_kind", "record_too_large", "too_deep", "crash")
+        "bad_shape",
+        "bad_tool_call",
+        "bad_arguments",
+        "bad_json",
+        "missing_field",
+        "no_task",
+        "no_steps",
+        "unknown_kind",
+        "record_too_large",
+        "too_deep",
+        "crash",
+    )
     namespaces = ("dialect_drops",)
 
     def one(self, item: RawRun, counters: Counter[str]) -> Parsed:

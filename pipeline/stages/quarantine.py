@@ -12,7 +12,7 @@ from typing import ClassVar, get_args
 
 import polars as pl
 
-from pipeline.episode import Quarantined, QuarantineReason, RawRun
+from pipeline.core.episode import Quarantined, QuarantineReason, RawRun
 from pipeline.sources.base import Unit, shard_quarantine
 from pipeline.stages.base import StageOutput, Step, drop_row, drops_frame
 
@@ -21,7 +21,9 @@ SourceItem = RawRun | Quarantined
 
 def quarantine_rows(items: list[Quarantined]) -> pl.DataFrame:
     """Ledger rows for quarantined input (no dataset: it was never parsed)."""
-    return drops_frame([drop_row(q.source_uid, q.epoch, "", Quarantine.name, q.reason, q.detail) for q in items])
+    return drops_frame(
+        [drop_row(q.source_uid, q.epoch, "", Quarantine.name, q.reason, q.detail) for q in items]
+    )
 
 
 class Quarantine(Step[list[SourceItem], list[RawRun]]):
@@ -37,7 +39,9 @@ class Quarantine(Step[list[SourceItem], list[RawRun]]):
         return drops_frame([drop_row(x.source_uid, x.epoch, "", self.name, reason, detail) for x in batch])
 
     @staticmethod
-    def shard_failed(unit: Unit, seen: list[RawRun], reason: QuarantineReason, detail: str) -> list[Quarantined]:
+    def shard_failed(
+        unit: Unit, seen: list[RawRun], reason: QuarantineReason, detail: str
+    ) -> list[Quarantined]:
         """A shard that failed verification: nothing in it is trusted. One entry per readable
         record, or one for the shard."""
         return shard_quarantine(unit, seen, reason, detail)

@@ -30,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.convert.render import render_instance, render_reply, submission_of
-from pipeline.secrets import TRIGGER, find_secrets, redact
+from pipeline.reference.secrets import TRIGGER, find_secrets, redact
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, PUBLISHED, empty
 
@@ -57,16 +57,27 @@ def string_flags(batch: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _rerender(old_msgs: list[dict[str, str]], new_msgs: list[dict[str, str]], row: dict[str, object],
-              outputs: list[str], new_outputs: list[str], statement: str | None, new_statement: str | None) -> None:
+def _rerender(
+    old_msgs: list[dict[str, str]],
+    new_msgs: list[dict[str, str]],
+    row: dict[str, object],
+    outputs: list[str],
+    new_outputs: list[str],
+    statement: str | None,
+    new_statement: str | None,
+) -> None:
     """Messages that were rendered from a redacted field are rendered again from the redacted value,
     so redaction never makes a valid run invalid: an observation whose output was cut by the
     truncation (a secret split by it is redacted in the output, then re-cut), the final submission,
     and the task message."""
     returncodes = list(row.get("returncodes") or [])  # type: ignore[call-overload]
     commands = list(row.get("commands") or [])  # type: ignore[call-overload]
-    if statement is not None and new_statement != statement and len(old_msgs) > 1 \
-            and old_msgs[1]["content"] == render_instance(statement):
+    if (
+        statement is not None
+        and new_statement != statement
+        and len(old_msgs) > 1
+        and old_msgs[1]["content"] == render_instance(statement)
+    ):
         new_msgs[1] = {**new_msgs[1], "content": render_instance(new_statement or "")}
     for t, (out, new_out) in enumerate(zip(outputs, new_outputs, strict=False)):
         i = 3 + 2 * t
@@ -81,8 +92,9 @@ def _rerender(old_msgs: list[dict[str, str]], new_msgs: list[dict[str, str]], ro
             new_msgs[i] = {**new_msgs[i], "content": submission_of(new_out)}
 
 
-def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
-              ) -> tuple[dict[str, object], Counter[str]]:
+def scrub_row(
+    row: dict[str, object], flags: dict[str, list[bool]] | None = None
+) -> tuple[dict[str, object], Counter[str]]:
     """Redact one run (a dict of WORK columns); returns the new row and per-kind counts.
 
     ``flags`` (from :func:`string_flags`) limits the exact Python search to strings the pre-filter hit.
@@ -93,9 +105,19 @@ def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
     columns = [c for c in TEXT_COLUMNS if c in row]
     fields = [row[c] if isinstance(row[c], str) else "" for c in columns]
     texts = [*commands, *outputs, *(m["content"] or "" for m in messages), *fields]
-    hits = [True] * len(texts) if flags is None else [
-        bool(x) for x in (*(flags["cf"] or []), *(flags["of"] or []), *(flags["mf"] or []),
-                          *(flags.get("tf") or [False] * len(fields)))]
+    hits = (
+        [True] * len(texts)
+        if flags is None
+        else [
+            bool(x)
+            for x in (
+                *(flags["cf"] or []),
+                *(flags["of"] or []),
+                *(flags["mf"] or []),
+                *(flags.get("tf") or [False] * len(fields)),
+            )
+        ]
+    )
     found: dict[str, str] = {}  # value -> kind (first kind that claimed it)
     for text, hit in zip(texts, hits, strict=True):
         if isinstance(text, str) and text and hit:
@@ -109,13 +131,22 @@ def scrub_row(row: dict[str, object], flags: dict[str, list[bool]] | None = None
     out = dict(row)
     out["commands"] = [redact(c, pairs) if c else c for c in commands]
     out["outputs"] = [redact(o, pairs) if o else o for o in outputs]
-    new_msgs = [{**m, "content": redact(m["content"], pairs) if m["content"] else m["content"]} for m in messages]
+    new_msgs = [
+        {**m, "content": redact(m["content"], pairs) if m["content"] else m["content"]} for m in messages
+    ]
     for c in columns:
         if isinstance(row[c], str) and row[c]:
             out[c] = redact(row[c], pairs)  # type: ignore[arg-type]
     statement = row.get("problem_statement")
-    _rerender(messages, new_msgs, row, outputs, out["outputs"],  # type: ignore[arg-type]
-              statement if isinstance(statement, str) else None, out.get("problem_statement"))  # type: ignore[arg-type]
+    _rerender(
+        messages,
+        new_msgs,
+        row,
+        outputs,
+        out["outputs"],  # type: ignore[arg-type]
+        statement if isinstance(statement, str) else None,
+        out.get("problem_statement"),  # type: ignore[arg-type]
+    )
     out["messages"] = new_msgs
     return out, counts
 
@@ -135,9 +166,15 @@ def scrub_ledger(drops: pl.DataFrame) -> pl.DataFrame:
             return text
         return redact(text, find_secrets(text))
 
-    return drops.with_columns([
-        pl.when(hit).then(pl.col(c).map_elements(clean, return_dtype=pl.Utf8)).otherwise(pl.col(c)).alias(c)
-        for c in cols])
+    return drops.with_columns(
+        [
+            pl.when(hit)
+            .then(pl.col(c).map_elements(clean, return_dtype=pl.Utf8))
+            .otherwise(pl.col(c))
+            .alias(c)
+            for c in cols
+        ]
+    )
 
 
 def scrub_counter_names(counters: Counter[str]) -> Counter[str]:
@@ -167,7 +204,9 @@ class Scrub(Stage):
             counters.update(c)
         replaced = pl.DataFrame(new_rows, schema=batch.schema)
         # Put the rewritten rows back in place: order of the batch is preserved.
-        kept = batch.with_row_index("__i").update(
-            replaced.with_columns(pl.Series("__i", idx, dtype=pl.UInt32)), on="__i"
-        ).drop("__i")
+        kept = (
+            batch.with_row_index("__i")
+            .update(replaced.with_columns(pl.Series("__i", idx, dtype=pl.UInt32)), on="__i")
+            .drop("__i")
+        )
         return StageOutput(kept, empty(DROPS), counters)

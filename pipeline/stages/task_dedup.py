@@ -24,7 +24,7 @@ import polars as pl
 from pipeline.stages.base import Stage, StageOutput, drops_from
 
 if TYPE_CHECKING:
-    from pipeline.context import Context
+    from pipeline.core.context import Context
 
 MIN_COMMIT = 7  # shortest commit prefix that identifies a checkout (git's default abbreviation)
 _SWESMITH_PR = r"^(.+?)\.[0-9a-f]{8}\.pr_(\d+)$"
@@ -55,7 +55,9 @@ def commit_key(expr: pl.Expr) -> pl.Expr:
 
 def run_checkout(batch: pl.DataFrame) -> pl.Expr:
     """The run's commit: ``base_commit``, else the commit8 of a SWE-smith id, else ""."""
-    from_id = pl.col("instance_id").cast(pl.Utf8).fill_null("").str.to_lowercase().str.extract(_SWESMITH_COMMIT, 1)
+    from_id = (
+        pl.col("instance_id").cast(pl.Utf8).fill_null("").str.to_lowercase().str.extract(_SWESMITH_COMMIT, 1)
+    )
     base = commit_key(pl.col("base_commit")) if "base_commit" in batch.columns else pl.lit("")
     return pl.when(base != "").then(base).otherwise(from_id.fill_null(""))
 
@@ -74,43 +76,72 @@ class TaskDedup(Stage):
         super().__init__(ctx)
         bench = ctx.benchmarks
         if bench is None:
-            bench = pl.DataFrame(schema={c: pl.Utf8 for c in ("benchmark", "instance_id", "repo", "base_commit")})
+            bench = pl.DataFrame(
+                schema={c: pl.Utf8 for c in ("benchmark", "instance_id", "repo", "base_commit")}
+            )
         b = bench.select(
-            pl.col("benchmark").cast(pl.Utf8), pl.col("instance_id").cast(pl.Utf8).fill_null("").alias("b_id"),
-            repo_key(pl.col("repo")).alias("repo_k"), commit_key(pl.col("base_commit")).alias("b_commit"),
+            pl.col("benchmark").cast(pl.Utf8),
+            pl.col("instance_id").cast(pl.Utf8).fill_null("").alias("b_id"),
+            repo_key(pl.col("repo")).alias("repo_k"),
+            commit_key(pl.col("base_commit")).alias("b_commit"),
         )
         # Indexes built once per worker: ids, and (repo, commit prefix) for commit matching.
         self._bench_ids = (
-            b.filter(pl.col("b_id") != "").with_columns(id_key(pl.col("b_id")).alias("id_k"))
-            .select("id_k", "benchmark", "b_id").unique().sort("id_k", "benchmark", "b_id")
+            b.filter(pl.col("b_id") != "")
+            .with_columns(id_key(pl.col("b_id")).alias("id_k"))
+            .select("id_k", "benchmark", "b_id")
+            .unique()
+            .sort("id_k", "benchmark", "b_id")
         )
         self._bench_commits = (
             b.filter((pl.col("b_commit") != "") & (pl.col("repo_k") != ""))
             .with_columns(pl.col("b_commit").str.slice(0, MIN_COMMIT).alias("c7"))
-            .select("repo_k", "c7", "b_commit", "benchmark", "b_id").unique().sort("benchmark", "b_id")
+            .select("repo_k", "c7", "b_commit", "benchmark", "b_id")
+            .unique()
+            .sort("benchmark", "b_id")
         )
         cat = ctx.catalog_tasks
         self._catalog: pl.DataFrame | None = None
         if cat is not None and cat.height:
             cols = cat.select(
-                pl.col("task_id").cast(pl.Utf8), pl.col("id_kind").cast(pl.Utf8),
-                repo_key(pl.col("repo")).alias("repo_k"), commit_key(pl.col("commit")).alias("c_commit"),
+                pl.col("task_id").cast(pl.Utf8),
+                pl.col("id_kind").cast(pl.Utf8),
+                repo_key(pl.col("repo")).alias("repo_k"),
+                commit_key(pl.col("commit")).alias("c_commit"),
                 pl.col("upstream_id").cast(pl.Utf8).fill_null(""),
             )
             # A catalog task is found by the pool's id (its upstream_id) or by its own task_id.
-            self._catalog = pl.concat([
-                cols.select(pl.col("upstream_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"),
-                cols.select(pl.col("task_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"),
-            ]).filter(pl.col("key") != "").unique().sort("key", "task_id")
+            self._catalog = (
+                pl.concat(
+                    [
+                        cols.select(
+                            pl.col("upstream_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"
+                        ),
+                        cols.select(
+                            pl.col("task_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"
+                        ),
+                    ]
+                )
+                .filter(pl.col("key") != "")
+                .unique()
+                .sort("key", "task_id")
+            )
 
     def _benchmark_hits(self, runs: pl.DataFrame) -> pl.DataFrame:
         """``__row, detail`` of the runs that are benchmark tasks (first hit per run)."""
-        ids = pl.concat([
-            runs.select("__row", id_key(pl.col("instance_id")).alias("id_k")),
-            runs.select("__row", id_key(pl.col("__upstream")).alias("id_k")),
-        ]).filter(pl.col("id_k") != "").unique()
+        ids = (
+            pl.concat(
+                [
+                    runs.select("__row", id_key(pl.col("instance_id")).alias("id_k")),
+                    runs.select("__row", id_key(pl.col("__upstream")).alias("id_k")),
+                ]
+            )
+            .filter(pl.col("id_k") != "")
+            .unique()
+        )
         by_id = ids.join(self._bench_ids, on="id_k", how="inner").select(
-            "__row", "benchmark", "b_id", pl.lit("id").alias("how"), pl.lit("").alias("b_commit"))
+            "__row", "benchmark", "b_id", pl.lit("id").alias("how"), pl.lit("").alias("b_commit")
+        )
         by_commit = (
             runs.filter(pl.col("__commit") != "")
             .with_columns(pl.col("__commit").str.slice(0, MIN_COMMIT).alias("c7"))
@@ -118,13 +149,24 @@ class TaskDedup(Stage):
             .filter(_commits_match("__commit", "b_commit"))
             .select("__row", "benchmark", "b_id", pl.lit("repo+commit").alias("how"), "b_commit")
         )
-        hits = pl.concat([by_id, by_commit]).sort("__row", "how", "benchmark", "b_id").unique("__row", keep="first")
-        detail = pl.concat_str([
-            pl.lit("benchmark="), pl.col("benchmark"), pl.lit(" instance="), pl.col("b_id"),
-            pl.lit(" by="), pl.col("how"),
-            pl.when(pl.col("b_commit") != "").then(pl.lit(" base_commit=") + pl.col("b_commit").str.slice(0, 12))
-            .otherwise(pl.lit("")),
-        ])
+        hits = (
+            pl.concat([by_id, by_commit])
+            .sort("__row", "how", "benchmark", "b_id")
+            .unique("__row", keep="first")
+        )
+        detail = pl.concat_str(
+            [
+                pl.lit("benchmark="),
+                pl.col("benchmark"),
+                pl.lit(" instance="),
+                pl.col("b_id"),
+                pl.lit(" by="),
+                pl.col("how"),
+                pl.when(pl.col("b_commit") != "")
+                .then(pl.lit(" base_commit=") + pl.col("b_commit").str.slice(0, 12))
+                .otherwise(pl.lit("")),
+            ]
+        )
         return hits.select("__row", detail.alias("__detail"))
 
     def _catalog_map(self, runs: pl.DataFrame) -> pl.DataFrame:
@@ -134,13 +176,17 @@ class TaskDedup(Stage):
             runs.select("__row", "__pool", "__repo", "__commit")
             .join(self._catalog, left_on="__pool", right_on="key", how="inner")
             .filter((pl.col("__repo") == pl.col("repo_k")) & _commits_match("__commit", "c_commit"))
-            .sort("__row", "task_id").unique("__row", keep="first")
+            .sort("__row", "task_id")
+            .unique("__row", keep="first")
             .select("__row", pl.col("task_id").alias("__task_id"), pl.col("id_kind").alias("__id_kind"))
         )
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
-        upstream = (pl.col("upstream_id").cast(pl.Utf8).fill_null("") if "upstream_id" in batch.columns
-                    else pl.lit(""))
+        upstream = (
+            pl.col("upstream_id").cast(pl.Utf8).fill_null("")
+            if "upstream_id" in batch.columns
+            else pl.lit("")
+        )
         pool = pl.col("instance_id").cast(pl.Utf8).fill_null("")
         runs = batch.with_row_index("__row").with_columns(
             upstream.alias("__upstream"),
@@ -157,8 +203,11 @@ class TaskDedup(Stage):
         # upstream_id always keeps the pool's id; instance_id/id_kind come from the catalog only
         # for the same checkout.
         kept = kept.with_columns(
-            pl.when(pl.col("__upstream") != "").then(pl.col("__upstream")).otherwise(pl.col("__pool"))
-            .alias("upstream_id"))
+            pl.when(pl.col("__upstream") != "")
+            .then(pl.col("__upstream"))
+            .otherwise(pl.col("__pool"))
+            .alias("upstream_id")
+        )
         if self._catalog is not None:
             mapped = self._catalog_map(kept)
             kept = kept.join(mapped, on="__row", how="left", maintain_order="left").with_columns(

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from pipeline.config import DedupParams
-from pipeline.context import Context
+from pipeline.core.config import DedupParams
+from pipeline.core.context import Context
 from pipeline.dedup.lsh import candidate_pairs, union_find, verify
 from pipeline.stages.base import Stage, StageOutput, drops_from
 
@@ -58,19 +58,25 @@ def _order_frame(frame: pl.DataFrame, held: bool) -> pl.DataFrame:
     cols = frame.columns
     return frame.select(
         pl.lit(not held).alias("is_new"),
-        (pl.col("resolved").fill_null("") != "resolved" if "resolved" in cols else pl.lit(True))
-        .alias("unresolved"),
-        (pl.col("epoch").cast(pl.Int64).fill_null(2**62) if "epoch" in cols else pl.lit(2**62, pl.Int64))
-        .alias("epoch"),
+        (pl.col("resolved").fill_null("") != "resolved" if "resolved" in cols else pl.lit(True)).alias(
+            "unresolved"
+        ),
+        (
+            pl.col("epoch").cast(pl.Int64).fill_null(2**62) if "epoch" in cols else pl.lit(2**62, pl.Int64)
+        ).alias("epoch"),
         pl.col("source_uid").cast(pl.Utf8),
         pl.col("exact_hash").cast(pl.Utf8).fill_null(""),
     )
 
 
-def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams) -> StageOutput[pl.DataFrame]:
+def traj_dedup(
+    candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams
+) -> StageOutput[pl.DataFrame]:
     """Drop candidates that duplicate a held run or a better candidate; see the module doc."""
     if held.height == 0:
-        held = pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)})
+        held = pl.DataFrame(
+            schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)}
+        )
     nh, nc = held.height, candidates.height
     n = nh + nc
     if nc == 0:
@@ -91,10 +97,12 @@ def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams
 
     # Near edges among exact-group leaders only (duplicates share the leader's signature);
     # held leaders are compared with new ones, never with each other.
-    sig = np.concatenate([
-        signature_matrix(held.get_column("minhash"), params.num_perm),
-        signature_matrix(candidates.get_column("minhash"), params.num_perm),
-    ])
+    sig = np.concatenate(
+        [
+            signature_matrix(held.get_column("minhash"), params.num_perm),
+            signature_matrix(candidates.get_column("minhash"), params.num_perm),
+        ]
+    )
     leaders = np.flatnonzero(lead == pos)
     probe = leaders >= nh
     pairs = candidate_pairs(sig[leaders], params.bands, params.rows, probe)
@@ -116,8 +124,9 @@ def traj_dedup(candidates: pl.DataFrame, held: pl.DataFrame, params: DedupParams
     jac = np.where(is_exact, 1.0, jac)
     uids = nodes.get_column("source_uid").to_numpy()
     reason = np.where(is_exact, "exact", "near")
-    detail = np.array([f"kept={u} jaccard={j:.3f}" for u, j in zip(uids[rep_c[drop]], jac[drop], strict=True)],
-                      dtype=object)
+    detail = np.array(
+        [f"kept={u} jaccard={j:.3f}" for u, j in zip(uids[rep_c[drop]], jac[drop], strict=True)], dtype=object
+    )
     gone = candidates.filter(pl.Series(drop)).with_columns(
         pl.Series("__reason", reason[drop], dtype=pl.Utf8),
         pl.Series("__detail", detail, dtype=pl.Utf8),

@@ -60,11 +60,18 @@ def _is_sentinel(output: str) -> bool:
     return output.lstrip().startswith(SENTINELS) and is_sentinel_output(output)
 
 
-def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
-                   outputs: list[str] | None = None, returncodes: list[int | None] | None = None,
-                   problem_statement: str | None = None, submitted: bool | None = None,
-                   step_limit: int = 250, maybe_roots: list[bool] | None = None,
-                   repo: str | None = None) -> list[tuple[str, str]]:
+def check_messages(
+    messages: list[dict[str, Any]],
+    commands: list[str],
+    *,
+    outputs: list[str] | None = None,
+    returncodes: list[int | None] | None = None,
+    problem_statement: str | None = None,
+    submitted: bool | None = None,
+    step_limit: int = 250,
+    maybe_roots: list[bool] | None = None,
+    repo: str | None = None,
+) -> list[tuple[str, str]]:
     """All rule violations as (rule, detail), in message order.
 
     ``maybe_roots``, one flag per message, lets a caller that has already ruled out foreign roots
@@ -74,8 +81,10 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
     n_turns = (len(messages) - 2) // 2
     expected = ["system", "user"] + ["assistant", "user"] * n_turns
     if roles != expected or len(messages) < 4:
-        bad = next((i for i, (a, b) in enumerate(zip(roles, expected, strict=False)) if a != b),
-                   min(len(roles), len(expected)))
+        bad = next(
+            (i for i, (a, b) in enumerate(zip(roles, expected, strict=False)) if a != b),
+            min(len(roles), len(expected)),
+        )
         return [("roles", f"message {bad}: {roles[bad] if bad < len(roles) else 'missing'}")]
     if messages[0]["content"] != render_system():
         problems.append(("templates", "message 0: system prompt differs"))
@@ -83,8 +92,11 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
         problems.append(("templates", "message 1: task message differs"))
     if n_turns > step_limit:
         problems.append(("step_limit", f"{n_turns} turns > {step_limit}"))
-    if len(commands) != n_turns or (outputs is not None and len(outputs) != n_turns) or (
-            returncodes is not None and len(returncodes) != n_turns):
+    if (
+        len(commands) != n_turns
+        or (outputs is not None and len(outputs) != n_turns)
+        or (returncodes is not None and len(returncodes) != n_turns)
+    ):
         problems.append(("shape", f"{n_turns} turns, {len(commands)} commands"))
         return problems
 
@@ -98,9 +110,10 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
             problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
         if _RESIDUE.search(_BLOCK.sub("", a)) or _RESIDUE.search(commands[t]):
             problems.append(("residue", f"turn {t}: tool-call markup"))
-        scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t:4 + 2 * t]
-        root = ((first_foreign_root(a, repo) if scan_a else None)
-                or (first_foreign_root(reply, repo) if scan_reply else None))
+        scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t : 4 + 2 * t]
+        root = (first_foreign_root(a, repo) if scan_a else None) or (
+            first_foreign_root(reply, repo) if scan_reply else None
+        )
         if root:
             problems.append(("foreign_root", f"turn {t}: {root}"))
         last = t == n_turns - 1
@@ -108,7 +121,9 @@ def check_messages(messages: list[dict[str, Any]], commands: list[str], *,
         if is_submit and not (last and submitted is not False):
             problems.append(("submit", f"turn {t}: submit command before the end"))
         if outputs is None or returncodes is None:
-            if not (last and is_submit) and not reply.startswith(("<returncode>", "The last command <command>")):
+            if not (last and is_submit) and not reply.startswith(
+                ("<returncode>", "The last command <command>")
+            ):
                 problems.append(("observation_shape", f"turn {t}: not an observation"))
             continue
         out, rc = outputs[t], returncodes[t]
@@ -142,19 +157,45 @@ def maybe_roots_in(messages: pl.Expr) -> pl.Expr:
 
 class Validate(Stage):
     name = "validate"
-    reasons = ("roles", "templates", "action_count", "action_mismatch", "observation_shape", "shape", "submit",
-               "residue", "foreign_root", "step_limit")
+    reasons = (
+        "roles",
+        "templates",
+        "action_count",
+        "action_mismatch",
+        "observation_shape",
+        "shape",
+        "submit",
+        "residue",
+        "foreign_root",
+        "step_limit",
+    )
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         limit = self.ctx.config.limits.step_limit
         reasons: list[str] = []
         details: list[str] = []
-        cols = batch.select("messages", "commands", "outputs", "returncodes", "problem_statement",
-                            "submitted", maybe_roots_in(pl.col("messages")), "repo")
+        cols = batch.select(
+            "messages",
+            "commands",
+            "outputs",
+            "returncodes",
+            "problem_statement",
+            "submitted",
+            maybe_roots_in(pl.col("messages")),
+            "repo",
+        )
         for messages, commands, outputs, rcs, statement, submitted, maybe_roots, repo in cols.iter_rows():
-            found = check_messages(messages or [], commands or [], outputs=outputs, returncodes=rcs,
-                                   problem_statement=statement, submitted=submitted, step_limit=limit,
-                                   maybe_roots=maybe_roots, repo=repo)
+            found = check_messages(
+                messages or [],
+                commands or [],
+                outputs=outputs,
+                returncodes=rcs,
+                problem_statement=statement,
+                submitted=submitted,
+                step_limit=limit,
+                maybe_roots=maybe_roots,
+                repo=repo,
+            )
             reasons.append(found[0][0] if found else "")
             details.append(found[0][1] if found else "")
         if not any(reasons):  # the usual batch: nothing to split off

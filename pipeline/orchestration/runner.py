@@ -20,17 +20,17 @@ import orjson
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline.config import Config
-from pipeline.episode import Quarantined
-from pipeline.executors import make_executor
-from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_write_bytes, atomic_write_json, file_sha256
-from pipeline.ledger import InvariantError, Stats, Validation, check_invariant, compute_stats, sorted_drops
-from pipeline.process import QUARANTINE, epoch_key, process_unit
-from pipeline.progress import Reporter
-from pipeline.sources import affine, swelego
-from pipeline.sources.base import Unit
-from pipeline.state import (
+from pipeline.core.config import Config
+from pipeline.core.episode import Quarantined
+from pipeline.core.ledger import (
+    InvariantError,
+    Stats,
+    Validation,
+    check_invariant,
+    compute_stats,
+    sorted_drops,
+)
+from pipeline.core.state import (
     CommitMeta,
     IngestKey,
     State,
@@ -39,6 +39,13 @@ from pipeline.state import (
     parquet_bytes,
     workdir_lock,
 )
+from pipeline.executors import make_executor
+from pipeline.io.faults import crashpoint
+from pipeline.io.fileio import atomic_write_bytes, atomic_write_json, file_sha256
+from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
+from pipeline.orchestration.progress import Reporter
+from pipeline.sources import affine, swelego
+from pipeline.sources.base import Unit
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
 
 
@@ -73,8 +80,17 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
         if u.state_key not in seen:
             seen.add(u.state_key)
             unique.append(u)
-    rows = [{"source_uid": q.source_uid, "epoch": q.epoch, "dataset": "", "stage": QUARANTINE,
-             "reason": q.reason, "detail": q.detail} for q in refused]
+    rows = [
+        {
+            "source_uid": q.source_uid,
+            "epoch": q.epoch,
+            "dataset": "",
+            "stage": QUARANTINE,
+            "reason": q.reason,
+            "detail": q.detail,
+        }
+        for q in refused
+    ]
     frame = pl.DataFrame(rows, schema=empty(DROPS).schema) if rows else empty(DROPS)
     return unique, frame
 
@@ -82,7 +98,10 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
 def signature_scheme(config: Config) -> str:
     from pipeline.dedup.keys import SIGNATURE_SCHEME
 
-    return SIGNATURE_SCHEME.format(shingle=config.dedup.shingle) + f"/perm{config.dedup.num_perm}-seed{config.dedup.seed}"
+    return (
+        SIGNATURE_SCHEME.format(shingle=config.dedup.shingle)
+        + f"/perm{config.dedup.num_perm}-seed{config.dedup.seed}"
+    )
 
 
 def held_runs(state: State, config: Config) -> pl.DataFrame:
@@ -108,8 +127,9 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
         parts.append(catalog_keys(state, config, scheme))
     parts = [p for p in parts if p.height]
     if not parts:
-        return pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8,
-                                    "minhash": pl.List(pl.UInt32)})
+        return pl.DataFrame(
+            schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)}
+        )
     return pl.concat(parts, how="vertical_relaxed")
 
 
@@ -120,11 +140,14 @@ def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
 
     runs_dir = Path(config.catalog or "") / "runs"
     files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
-    empty_keys = pl.DataFrame(schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)})
+    empty_keys = pl.DataFrame(
+        schema={"source_uid": pl.Utf8, "exact_hash": pl.Utf8, "minhash": pl.List(pl.UInt32)}
+    )
     if not files:
         return empty_keys
-    fingerprint = hashlib.sha256("\n".join(
-        [scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()).hexdigest()[:24]
+    fingerprint = hashlib.sha256(
+        "\n".join([scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()
+    ).hexdigest()[:24]
     cached = state.root / "catalog" / f"{fingerprint}.parquet"
     check = cached.with_suffix(".sha256")  # written after the keys: a damaged cache is recomputed
     if cached.exists() and check.exists() and check.read_text().strip() == file_sha256(cached):
@@ -133,7 +156,8 @@ def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
     cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
     if cat.height:
         keys = add_dedup_keys(cat, config.dedup).select(
-            ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash")
+            ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash"
+        )
     data = parquet_bytes(keys.to_arrow())
     atomic_write_bytes(cached, data)
     atomic_write_bytes(check, hashlib.sha256(data).hexdigest().encode())
@@ -144,8 +168,10 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     """Ingest what is new, decide every run, and write the ledger, stats and publish tree."""
     rep = reporter or Reporter(quiet=True)
     if not config.no_benchmarks and not config.benchmarks:
-        raise NoBenchmarks("no benchmark tables given: pass --benchmarks DIR (see `trajpipe benchmarks "
-                           "pull`) or --no-benchmarks to skip the benchmark checks (the card will say so)")
+        raise NoBenchmarks(
+            "no benchmark tables given: pass --benchmarks DIR (see `trajpipe benchmarks "
+            "pull`) or --no-benchmarks to skip the benchmark checks (the card will say so)"
+        )
     config = config.with_references()
     workdir = Path(config.workdir)
     summary = RunSummary()
@@ -170,8 +196,13 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
-                metas = executor.map(process_unit, todo, config, str(workdir),
-                                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())))
+                metas = executor.map(
+                    process_unit,
+                    todo,
+                    config,
+                    str(workdir),
+                    on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
+                )
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
@@ -221,13 +252,14 @@ class PendingCommit:
     meta: CommitMeta
 
 
-def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str,
-            rep: Reporter) -> PendingCommit:
+def _decide(
+    state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str, rep: Reporter
+) -> PendingCommit:
     """The global step: trajectory dedup of the new runs against everything held; one commit.
 
     Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
     unit by unit into the commit's part of the store."""
-    from pipeline.context import Context
+    from pipeline.core.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import TrajDedup
 
@@ -242,8 +274,17 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
         ingested["", epoch_key(ep)] += 1
     drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
     drops.append(refused)
-    keys = (pl.concat([pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
-                       for i, p in enumerate(kept_paths)], how="vertical") if kept_paths else None)
+    keys = (
+        pl.concat(
+            [
+                pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
+                for i, p in enumerate(kept_paths)
+            ],
+            how="vertical",
+        )
+        if kept_paths
+        else None
+    )
     excluded: dict[int, list[str]] = {}
     if keys is not None and keys.height:
         keys, taken = _taken_uids(state, keys)
@@ -259,23 +300,33 @@ def _decide(state: State, config: Config, new: list[Unit], refused: pl.DataFrame
             drops.append(res.dropped)
             counters.update(res.counters)
         advance()
-    ledger = sorted_drops(scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed")))
+    ledger = sorted_drops(
+        scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed"))
+    )
     drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
     def admitted_rows() -> Iterator[pl.DataFrame]:
         for i, p in enumerate(kept_paths):
             part = pl.read_parquet(p)
             if admitted is not None and part.height:
-                yield part.filter(pl.col("source_uid").is_in(admitted)
-                                  & ~pl.col("source_uid").is_in(excluded.get(i, []))).sort("source_uid")
+                yield part.filter(
+                    pl.col("source_uid").is_in(admitted) & ~pl.col("source_uid").is_in(excluded.get(i, []))
+                ).sort("source_uid")
 
     seq = state.next_seq()
     files = state.write_parts(seq, admitted_rows(), ledger)
     counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
-    return PendingCommit(seq, [u.state_key for u in new], files,
-                         {"ingested": encode_ingested(ingested), "counters": dict(sorted(counters.items())),
-                          "signature_scheme": signature_scheme(config),
-                          "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas)})
+    return PendingCommit(
+        seq,
+        [u.state_key for u in new],
+        files,
+        {
+            "ingested": encode_ingested(ingested),
+            "counters": dict(sorted(counters.items())),
+            "signature_scheme": signature_scheme(config),
+            "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas),
+        },
+    )
 
 
 def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -289,14 +340,23 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     marked = keys.with_columns(earlier.alias("__earlier"), repeat.alias("__repeat"))
     bad = pl.col("__earlier") | pl.col("__repeat")
     taken = marked.filter(bad).select(
-        "source_uid", "epoch", "dataset", pl.lit("traj_dedup").alias("stage"), pl.lit("duplicate_uid").alias("reason"),
-        pl.when(pl.col("__earlier")).then(pl.lit("source_uid already published by an earlier run"))
-        .otherwise(pl.lit("source_uid carried by another input of this run")).alias("detail"), "__part")
+        "source_uid",
+        "epoch",
+        "dataset",
+        pl.lit("traj_dedup").alias("stage"),
+        pl.lit("duplicate_uid").alias("reason"),
+        pl.when(pl.col("__earlier"))
+        .then(pl.lit("source_uid already published by an earlier run"))
+        .otherwise(pl.lit("source_uid carried by another input of this run"))
+        .alias("detail"),
+        "__part",
+    )
     return marked.filter(~bad).drop("__earlier", "__repeat"), taken
 
 
-def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
-                 pending: PendingCommit | None = None) -> tuple[Stats, list[str]]:
+def _materialise(
+    state: State, config: Config, workdir: Path, rep: Reporter, pending: PendingCommit | None = None
+) -> tuple[Stats, list[str]]:
     """Ledger, stats and publish tree, rendered from the committed state plus ``pending``.
 
     The new build is written beside the published one, verified and sealed with its manifest;
@@ -319,13 +379,19 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
     drops = sorted_drops(state.ledger(pending=files))
     tables: list[str] = []
     if not config.no_benchmarks and config.benchmarks:
-        from pipeline.process import worker_setup
+        from pipeline.orchestration.process import worker_setup
 
         ctx, _ = worker_setup(config)
         if ctx.benchmarks is not None:
             tables = sorted(set(ctx.benchmarks.get_column("benchmark").to_list()))
-    stats = compute_stats(ingested, published, drops, counters,
-                          benchmarks_checked=not config.no_benchmarks, benchmark_tables=tables)
+    stats = compute_stats(
+        ingested,
+        published,
+        drops,
+        counters,
+        benchmarks_checked=not config.no_benchmarks,
+        benchmark_tables=tables,
+    )
     stats["raw_bytes"] = sum(c.get("raw_bytes", 0) for c in commits)
     stats["epochs"] = sorted({e for e in published.get_column("epoch").to_list() if e is not None})
     ledger_dir = workdir / "ledger"
@@ -337,8 +403,13 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
     stage, current_intact = stage_build(workdir)
     try:
         with rep.stage("publish", total=1) as advance:
-            datasets = publish_tree(state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"], pending=files),
-                                    drops, stats, stage, benchmarks_checked=not config.no_benchmarks)
+            datasets = publish_tree(
+                state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"], pending=files),
+                drops,
+                stats,
+                stage,
+                benchmarks_checked=not config.no_benchmarks,
+            )
             advance()
         stats["validation"] = verify_trees(stage, datasets, stats)
         if not stats["validation"]["ok"]:
@@ -357,7 +428,9 @@ def _materialise(state: State, config: Config, workdir: Path, rep: Reporter,
 
 
 def write_stats(ledger_dir: Path, stats: Stats) -> None:
-    atomic_write_bytes(ledger_dir / "stats.json", orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    atomic_write_bytes(
+        ledger_dir / "stats.json", orjson.dumps(stats, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+    )
 
 
 def verify_trees(publish_dir: Path, datasets: list[str], stats: Stats) -> Validation:

@@ -4,7 +4,7 @@
 batch through the declared per-unit steps (``pipeline.stages.UNIT_STEPS``: quarantine, parse,
 convert, task dedup, leaks, scrub, validate), adds the dedup keys and writes the result into
 the unit cache; it returns a small summary. Global steps (trajectory dedup, publishing) run in
-the driver (``pipeline.runner``).
+the driver (``pipeline.orchestration.runner``).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from typing import Any, cast
 
 import polars as pl
 
-from pipeline.config import Config
-from pipeline.context import Context
-from pipeline.episode import Quarantined, RawRun
-from pipeline.faults import crashpoint
-from pipeline.rows import dataset_of
+from pipeline.core.config import Config
+from pipeline.core.context import Context
+from pipeline.core.episode import Quarantined, RawRun
+from pipeline.core.rows import dataset_of
+from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
+from pipeline.io.faults import crashpoint
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit
 from pipeline.stages import UNIT_STEPS
 from pipeline.stages.base import Step
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
-from pipeline.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from schemas.run import DROPS, WORK, empty
 
 QUARANTINE = Quarantine.name
@@ -44,7 +44,7 @@ def epoch_key(epoch: int | None) -> str:
 def load_context(config: Config) -> Context:
     benchmarks = None
     if not config.no_benchmarks and config.benchmarks:
-        from pipeline.benchmarks import load_benchmarks
+        from pipeline.reference.benchmarks import load_benchmarks
 
         benchmarks = load_benchmarks(Path(config.benchmarks))
     tasks = None
@@ -73,8 +73,11 @@ def read_unit(unit: Unit, config: Config) -> Iterator[RawRun | Quarantined | Sha
     return affine.read_unit(unit, config.limits)
 
 
-def run_steps(steps: list[Step[Any, Any]], batch: Any, seconds: dict[str, float] | None = None,
-              ) -> tuple[Any, list[pl.DataFrame], Counter[str]]:
+def run_steps(
+    steps: list[Step[Any, Any]],
+    batch: Any,
+    seconds: dict[str, float] | None = None,
+) -> tuple[Any, list[pl.DataFrame], Counter[str]]:
     """Pass ``batch`` through ``steps`` in order: the last step's kept batch, every step's
     dropped rows (in step order) and the counters."""
     drops: list[pl.DataFrame] = []
@@ -175,8 +178,16 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
     if verdict.retry:  # not fetched: nothing is decided or cached; the next run fetches it again
         writer.discard()
         writer.discard_drops("q")
-        return cast(UnitSummary, {"unit": unit.state_key, "key": unit.key, "url": unit.url,
-                                  "deferred": verdict.detail, "seconds": dict(seconds)})
+        return cast(
+            UnitSummary,
+            {
+                "unit": unit.state_key,
+                "key": unit.key,
+                "url": unit.url,
+                "deferred": verdict.detail,
+                "seconds": dict(seconds),
+            },
+        )
     if pending and verdict.ok:
         flush(pending)
     elif pending:  # the line-level entries of the last batch stay, like those already written
@@ -189,12 +200,22 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
         uids = pl.concat(seen_packed) if seen_packed else pl.Series("source_uid", [], dtype=pl.Utf8)
         seen_packed.clear()
         if uids.len():
-            whole = pl.DataFrame({"source_uid": uids}).select(
-                "source_uid", pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"), pl.lit("").alias("dataset"),
-                pl.lit(QUARANTINE).alias("stage"), pl.lit(verdict.reason).alias("reason"),
-                pl.lit(f"{unit.key}: {verdict.detail}"[:2000]).alias("detail")).cast(empty(DROPS).schema)
+            whole = (
+                pl.DataFrame({"source_uid": uids})
+                .select(
+                    "source_uid",
+                    pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"),
+                    pl.lit("").alias("dataset"),
+                    pl.lit(QUARANTINE).alias("stage"),
+                    pl.lit(verdict.reason).alias("reason"),
+                    pl.lit(f"{unit.key}: {verdict.detail}"[:2000]).alias("detail"),
+                )
+                .cast(empty(DROPS).schema)
+            )
         else:
-            whole = quarantine_rows(Quarantine.shard_failed(unit, [], verdict.reason or "unreadable", verdict.detail))
+            whole = quarantine_rows(
+                Quarantine.shard_failed(unit, [], verdict.reason or "unreadable", verdict.detail)
+            )
         writer.write_drops("q", whole)
         n_kept, raw_bytes = 0, 0
         counters = Counter({k: v for k, v in counters.items() if k.startswith("ingest/")})
@@ -205,9 +226,15 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
     if n_kept + n_drops != n_in:
         raise AssertionError(f"{unit.key}: {n_in} ingested but {n_kept} kept + {n_drops} dropped")
     meta = UnitMeta(
-        unit=unit.state_key, source=unit.source, key=unit.key, url=unit.url, epoch=unit.epoch,
-        verdict=verdict.reason or "ok", ingested=encode_ingested(ingested),
-        counters=dict(sorted(counters.items())), raw_bytes=raw_bytes,
+        unit=unit.state_key,
+        source=unit.source,
+        key=unit.key,
+        url=unit.url,
+        epoch=unit.epoch,
+        verdict=verdict.reason or "ok",
+        ingested=encode_ingested(ingested),
+        counters=dict(sorted(counters.items())),
+        raw_bytes=raw_bytes,
     )
     crashpoint("unit_done")
     t0 = time.perf_counter()

@@ -23,9 +23,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SECRET_KINDS: tuple[str, ...] = (
-    "github_token", "gitlab_token", "aws_access_key", "aws_secret_key", "gcp_api_key", "azure_key",
-    "hf_token", "openai_key", "anthropic_key", "slack_token", "stripe_key", "private_key", "jwt",
-    "url_password", "auth_header", "env_secret", "encoded_secret",
+    "github_token",
+    "gitlab_token",
+    "aws_access_key",
+    "aws_secret_key",
+    "gcp_api_key",
+    "azure_key",
+    "hf_token",
+    "openai_key",
+    "anthropic_key",
+    "slack_token",
+    "stripe_key",
+    "private_key",
+    "jwt",
+    "url_password",
+    "auth_header",
+    "env_secret",
+    "encoded_secret",
 )
 
 PLACEHOLDER = "<REDACTED:{kind}>"
@@ -63,8 +77,11 @@ def _not_hex_only(value: str) -> bool:
 def _mixed(value: str) -> bool:
     """Random tokens mix cases or digits; lowercase identifiers (``hf_loaddatasetfrom...``) do not."""
     body = value.split("_", 1)[-1]
-    return (any(c.isdigit() or c.isupper() for c in body) and any(c.islower() for c in body)
-            and _entropy(body) >= 3.0)
+    return (
+        any(c.isdigit() or c.isupper() for c in body)
+        and any(c.islower() for c in body)
+        and _entropy(body) >= 3.0
+    )
 
 
 @dataclass(frozen=True)
@@ -81,8 +98,26 @@ class SecretPattern:
 _B = r"(?:^|[^A-Za-z0-9_\-])"
 _SECRET_NAMES = r"(?:API_?KEY|SECRET_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_?KEY|PRIVATE_?KEY|AUTH_?KEY)"  # left boundary without lookbehind (kept outside the redacted group)
 
-_ENCODED_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-ant-", "sk-proj-",
-                     "xoxb-", "xoxp-", "xapp-", "AKIA", "hf_", "AIza", "sk_live_", "-----BEGIN", "://")
+_ENCODED_PREFIXES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "sk-ant-",
+    "sk-proj-",
+    "xoxb-",
+    "xoxp-",
+    "xapp-",
+    "AKIA",
+    "hf_",
+    "AIza",
+    "sk_live_",
+    "-----BEGIN",
+    "://",
+)
 
 
 def _base64_forms(prefix: str) -> list[str]:
@@ -131,8 +166,11 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>Private-Lines:\s*[0-9]+(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
         r"Private-Lines:",
     ),
-    SecretPattern("anthropic_key", _B + r"(?P<s>sk-ant-(?:api|admin|sid|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{32,})",
-                  r"\bsk-ant-"),
+    SecretPattern(
+        "anthropic_key",
+        _B + r"(?P<s>sk-ant-(?:api|admin|sid|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{32,})",
+        r"\bsk-ant-",
+    ),
     SecretPattern(
         "openai_key",
         _B + r"(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"
@@ -144,9 +182,12 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
         r"gh[pousr]_|github_pat_",
     ),
-    SecretPattern("gitlab_token", r"(?P<s>gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,})", r"gl[a-z]{1,3}t-"),
     SecretPattern(
-        "aws_access_key", _B + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)",
+        "gitlab_token", r"(?P<s>gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,})", r"gl[a-z]{1,3}t-"
+    ),
+    SecretPattern(
+        "aws_access_key",
+        _B + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)",
         r"A(?:KIA|SIA|BIA|CCA|3T)",
     ),
     SecretPattern(
@@ -197,7 +238,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
     # Python source such as ``SECRET_KEY = "..."`` in a repository's settings out of it).
     SecretPattern(
         "env_secret",
-        r"(?:^|[\s;&|(\"'])(?:export\s+)?(?i:[A-Z0-9_]*" + _SECRET_NAMES + r")=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
+        r"(?:^|[\s;&|(\"'])(?:export\s+)?(?i:[A-Z0-9_]*"
+        + _SECRET_NAMES
+        + r")=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
         "(?i:" + _SECRET_NAMES + ")=",
         _real_value,
     ),
@@ -212,8 +255,16 @@ PATTERNS: tuple[SecretPattern, ...] = (
 )
 
 PATTERNS = tuple(
-    SecretPattern(p.kind, p.regex, "|".join(re.escape(f) for pre in _ENCODED_PREFIXES for f in _base64_forms(pre)),
-                  p.validate) if p.kind == "encoded_secret" else p for p in PATTERNS)
+    SecretPattern(
+        p.kind,
+        p.regex,
+        "|".join(re.escape(f) for pre in _ENCODED_PREFIXES for f in _base64_forms(pre)),
+        p.validate,
+    )
+    if p.kind == "encoded_secret"
+    else p
+    for p in PATTERNS
+)
 
 # One Rust regex that every secret-bearing string matches: the polars pre-filter.
 TRIGGER: str = "|".join(f"(?:{p.trigger})" for p in PATTERNS)

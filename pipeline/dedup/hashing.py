@@ -25,11 +25,33 @@ MURMUR32_C1 = 0x85EBCA6B  # fmix32's multipliers
 MURMUR32_C2 = 0xC2B2AE35
 
 # per-row multipliers of the LSH band keys
-BAND_MIX = np.array([GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, XXH_PRIME64_5, MURMUR64_C1, MURMUR64_C2,
-                     XXH_PRIME64_4, WYHASH_P0], dtype=np.uint64)
+BAND_MIX = np.array(
+    [
+        GOLDEN64,
+        XXH_PRIME64_2,
+        XXH_PRIME64_3,
+        XXH_PRIME64_5,
+        MURMUR64_C1,
+        MURMUR64_C2,
+        XXH_PRIME64_4,
+        WYHASH_P0,
+    ],
+    dtype=np.uint64,
+)
 # per-position multipliers of the leak index's token n-gram hashes
-GRAM_MIX = np.array([GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, WYHASH_P0, MURMUR64_C1, MURMUR64_C2,
-                     SPLITMIX64_C2, SPLITMIX64_C1], dtype=np.uint64)
+GRAM_MIX = np.array(
+    [
+        GOLDEN64,
+        XXH_PRIME64_2,
+        XXH_PRIME64_3,
+        WYHASH_P0,
+        MURMUR64_C1,
+        MURMUR64_C2,
+        SPLITMIX64_C2,
+        SPLITMIX64_C1,
+    ],
+    dtype=np.uint64,
+)
 
 # polars ``Series.hash`` seeds: word tokens (statement n-grams) and normalised patch lines
 TOKEN_SEED = 7

@@ -17,9 +17,16 @@ RunKind = Literal["view", "trace", "swelego", "sweagent", "openhands", "swesmith
 Resolved = Literal["resolved", "not resolved", "unknown"]
 # why input was quarantined (docs/ARCHITECTURE.md, ledger vocabulary)
 QuarantineReason = Literal[
-    "bad_sha256", "bad_gzip", "chunk_too_large", "unreadable",  # a whole shard
-    "bad_json", "not_object", "missing_field", "record_too_large",  # one line or row
-    "unsafe_key", "bad_manifest_entry",  # manifest entries refused
+    "bad_sha256",
+    "bad_gzip",
+    "chunk_too_large",
+    "unreadable",  # a whole shard
+    "bad_json",
+    "not_object",
+    "missing_field",
+    "record_too_large",  # one line or row
+    "unsafe_key",
+    "bad_manifest_entry",  # manifest entries refused
     "unknown_format",  # trajpipe convert: not a run of a known format
 ]
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from pipeline.fileio import atomic_path
+from pipeline.io.fileio import atomic_path
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
 
@@ -74,7 +74,9 @@ def normalise_table(frame: pl.DataFrame, benchmark: str) -> pl.DataFrame | None:
             pl.lit(benchmark).alias("benchmark"),
             pl.when(kind == "sample_id").then(pl.col("value")).otherwise(pl.lit("")).alias("instance_id"),
             pl.when(kind == "repo_name").then(pl.col("value")).otherwise(pl.lit("")).alias("repo"),
-            pl.lit("").alias("base_commit"), pl.lit("").alias("problem_statement"), pl.lit("").alias("patch"),
+            pl.lit("").alias("base_commit"),
+            pl.lit("").alias("problem_statement"),
+            pl.lit("").alias("patch"),
         )
     if _first(cols, _ID_COLS) is None and not {"org", "repo", "number"} <= cols:
         return None
@@ -97,14 +99,20 @@ def normalise_table(frame: pl.DataFrame, benchmark: str) -> pl.DataFrame | None:
         _text(frame, _STATEMENT_COLS).alias("problem_statement"),
         _text(frame, _PATCH_COLS).alias("patch"),
         # GitGoodBench rows carry their commits inside a JSON `scenario` column
-        (pl.col("scenario").cast(pl.Utf8).fill_null("").str.extract_all(_HEX40) if "scenario" in cols
-         else pl.lit(None, dtype=pl.List(pl.Utf8))).alias("__hashes"),
+        (
+            pl.col("scenario").cast(pl.Utf8).fill_null("").str.extract_all(_HEX40)
+            if "scenario" in cols
+            else pl.lit(None, dtype=pl.List(pl.Utf8))
+        ).alias("__hashes"),
     )
     if "scenario" in cols:
         out = (
             out.with_columns(
-                pl.when(pl.col("__hashes").list.len() > 0).then(pl.col("__hashes"))
-                .otherwise(pl.concat_list(pl.col("base_commit"))).alias("__hashes"))
+                pl.when(pl.col("__hashes").list.len() > 0)
+                .then(pl.col("__hashes"))
+                .otherwise(pl.concat_list(pl.col("base_commit")))
+                .alias("__hashes")
+            )
             .explode("__hashes")
             .with_columns(pl.col("__hashes").fill_null("").alias("base_commit"))
         )
@@ -130,23 +138,33 @@ def load_benchmarks(folder: Path) -> pl.DataFrame:
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise NoBenchmarksError(f"benchmark folder {folder} does not exist; run `trajpipe benchmarks pull` "
-                                "or pass --no-benchmarks")
+        raise NoBenchmarksError(
+            f"benchmark folder {folder} does not exist; run `trajpipe benchmarks pull` "
+            "or pass --no-benchmarks"
+        )
     frames: list[pl.DataFrame] = []
     # Hidden folders (the Hub download cache of `pull`) hold raw files, not tables.
-    paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TABLE_EXTS
-                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    paths = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in _TABLE_EXTS
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
     for path in paths:
         table = normalise_table(read_table(path), benchmark_name(path))
         if table is not None and table.height:
             frames.append(table)
     if not frames:
-        raise NoBenchmarksError(f"no benchmark table (.parquet/.jsonl/.json/.csv with task ids) in {folder}; "
-                                "run `trajpipe benchmarks pull` or pass --no-benchmarks")
+        raise NoBenchmarksError(
+            f"no benchmark table (.parquet/.jsonl/.json/.csv with task ids) in {folder}; "
+            "run `trajpipe benchmarks pull` or pass --no-benchmarks"
+        )
     return pl.concat(frames, how="vertical").unique(maintain_order=True)
 
 
 # --- pulling from the Hub -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class HubBenchmark:
@@ -163,7 +181,9 @@ HUB_BENCHMARKS: tuple[HubBenchmark, ...] = (
     HubBenchmark("swebench_verified", "princeton-nlp/SWE-bench_Verified"),
     HubBenchmark("swebench_multimodal", "princeton-nlp/SWE-bench_Multimodal"),
     HubBenchmark("swebench_multilingual", "SWE-bench/SWE-bench_Multilingual"),
-    HubBenchmark("swebench_live", "SWE-bench-Live/SWE-bench-Live", ("test", "dev", "full", "verified", "lite")),
+    HubBenchmark(
+        "swebench_live", "SWE-bench-Live/SWE-bench-Live", ("test", "dev", "full", "verified", "lite")
+    ),
     HubBenchmark("swebench_pro", "ScaleAI/SWE-bench_Pro"),
     HubBenchmark("multi_swe_bench", "ByteDance-Seed/Multi-SWE-bench", ("",)),
     HubBenchmark("gitgoodbench", "JetBrains/git_good_bench", ("",)),
@@ -176,8 +196,14 @@ class HubApi(Protocol):
 
     def list_repo_files(self, repo_id: str, *, repo_type: str | None = None) -> list[str]: ...
 
-    def hf_hub_download(self, repo_id: str, filename: str, *, repo_type: str | None = None,
-                        cache_dir: str | Path | None = None) -> str: ...
+    def hf_hub_download(
+        self,
+        repo_id: str,
+        filename: str,
+        *,
+        repo_type: str | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> str: ...
 
 
 def _data_files(files: list[str], splits: tuple[str, ...]) -> list[str]:
@@ -196,8 +222,9 @@ def _write_atomic(frame: pl.DataFrame, path: Path) -> None:
         frame.write_parquet(tmp, compression="zstd")
 
 
-def pull_benchmarks(to: Path, api: HubApi | Any | None = None,
-                    names: Iterable[str] | None = None) -> list[Path]:
+def pull_benchmarks(
+    to: Path, api: HubApi | Any | None = None, names: Iterable[str] | None = None
+) -> list[Path]:
     """Download the benchmarks of :data:`HUB_BENCHMARKS` (or only ``names``) into ``to``.
 
     Each benchmark becomes ``to/<name>.parquet`` in :data:`COLUMNS` form, readable by
@@ -222,7 +249,9 @@ def pull_benchmarks(to: Path, api: HubApi | Any | None = None,
                 raise FileNotFoundError(f"no test/dev data file in {bench.repo_id}")
             frames = []
             for f in files:
-                local = Path(api.hf_hub_download(bench.repo_id, f, repo_type="dataset", cache_dir=to / ".hub"))
+                local = Path(
+                    api.hf_hub_download(bench.repo_id, f, repo_type="dataset", cache_dir=to / ".hub")
+                )
                 table = normalise_table(read_table(local), bench.name)
                 if table is not None:
                     frames.append(table)

@@ -29,11 +29,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.faults import crashpoint
-from pipeline.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256, fsync_replace
+from pipeline.io.faults import crashpoint
+from pipeline.io.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256, fsync_replace
 
 # (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
-# "none" for runs without one (pipeline.process.epoch_key)
+# "none" for runs without one (pipeline.orchestration.process.epoch_key)
 IngestKey = tuple[str, str]
 
 
@@ -147,7 +147,8 @@ def workdir_lock(workdir: Path, *, shared: bool = False) -> Iterator[None]:
             what = "a run" if shared else "another run or a publish"
             raise WorkdirLocked(
                 f"work dir {workdir} is in use by {what} (process {holder}, lock file {lock}); "
-                "wait for it to finish or stop it") from None
+                "wait for it to finish or stop it"
+            ) from None
         if not shared:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -220,7 +221,10 @@ class UnitWriter:
         for _, writer in self._drops.values():
             writer.close()
         schema = empty_drops.to_arrow().schema
-        with atomic_path(self.dir / "drops.parquet") as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+        with (
+            atomic_path(self.dir / "drops.parquet") as tmp,
+            pq.ParquetWriter(tmp, schema, compression="zstd") as out,
+        ):
             for kind in ("q", "d"):
                 if kind in self._drops:
                     src = pq.ParquetFile(self._drops[kind][0])
@@ -256,8 +260,9 @@ class UnitWriter:
             crashpoint("unit_write")
             self._finish_drops(empty_drops)
             files = {n: file_sha256(self.dir / n) for n in ("kept.parquet", "drops.parquet")}
-            atomic_write_json(self.dir / "meta.json", seal_record({**meta, "files": files,
-                                                               "state_format": STATE_FORMAT}))  # last
+            atomic_write_json(
+                self.dir / "meta.json", seal_record({**meta, "files": files, "state_format": STATE_FORMAT})
+            )  # last
         except BaseException:
             self._tmp.unlink(missing_ok=True)
             for path, _ in self._drops.values():
@@ -300,8 +305,10 @@ class State:
             if not path.exists():
                 raise StateDamaged(f"state file {path} (named by {owner}) is missing; {REBUILD_HINT}")
             if not self._verify(path, sha):
-                raise StateDamaged(f"state file {path} (named by {owner}) is damaged: its sha256 differs "
-                                   f"from the one recorded; {REBUILD_HINT}")
+                raise StateDamaged(
+                    f"state file {path} (named by {owner}) is damaged: its sha256 differs "
+                    f"from the one recorded; {REBUILD_HINT}"
+                )
 
     # -- per-unit cache -------------------------------------------------------------------
     def cache_dir(self, unit_key: str, config_hash: str) -> Path:
@@ -320,8 +327,11 @@ class State:
         except StateDamaged:
             return False
         files = meta.get("files")
-        return (meta.get("state_format") == STATE_FORMAT and isinstance(files, dict)
-                and all(self._verify(d / n, sha) for n, sha in files.items()))
+        return (
+            meta.get("state_format") == STATE_FORMAT
+            and isinstance(files, dict)
+            and all(self._verify(d / n, sha) for n, sha in files.items())
+        )
 
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
@@ -353,10 +363,14 @@ class State:
                 continue
             record = read_sealed(p)
             if record.get("state_format") != STATE_FORMAT:
-                raise StateDamaged(f"state file {p} was written by another trajpipe state format; {REBUILD_HINT}")
+                raise StateDamaged(
+                    f"state file {p} was written by another trajpipe state format; {REBUILD_HINT}"
+                )
             if record.get("seq") != int(m.group(1)) or record.get("seq") != len(out):
-                raise StateDamaged(f"state file {self.root / 'commits' / f'{len(out):06d}.json'} is missing "
-                                   f"(found {p.name} next); {REBUILD_HINT}")
+                raise StateDamaged(
+                    f"state file {self.root / 'commits' / f'{len(out):06d}.json'} is missing "
+                    f"(found {p.name} next); {REBUILD_HINT}"
+                )
             self._verify_named(p, self.root, record.get("files") or {})
             out.append(cast(CommitRecord, record))
         return out
@@ -377,17 +391,29 @@ class State:
         crashpoint("commit_parts")
         with atomic_path(self.root / "ledger" / f"{name}.parquet") as tmp:  # no second copy in memory
             pq.write_table(drops.to_arrow(), tmp, compression="zstd", write_statistics=True)
-        return {rel: file_sha256(self.root / rel) for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")}
+        return {
+            rel: file_sha256(self.root / rel)
+            for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")
+        }
 
     def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: CommitMeta) -> None:
         """The commit record, last: from here on run ``seq``'s decisions count."""
         crashpoint("commit_record")
-        atomic_write_json(self.root / "commits" / f"{seq:06d}.json",
-                          seal_record({"seq": seq, "units": sorted(units), **meta, "files": files,
-                                   "state_format": STATE_FORMAT}))
+        atomic_write_json(
+            self.root / "commits" / f"{seq:06d}.json",
+            seal_record(
+                {"seq": seq, "units": sorted(units), **meta, "files": files, "state_format": STATE_FORMAT}
+            ),
+        )
 
-    def commit(self, seq: int, units: list[str], published: Iterable[pl.DataFrame], drops: pl.DataFrame,
-               meta: CommitMeta) -> None:
+    def commit(
+        self,
+        seq: int,
+        units: list[str],
+        published: Iterable[pl.DataFrame],
+        drops: pl.DataFrame,
+        meta: CommitMeta,
+    ) -> None:
         """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
         self.write_record(seq, units, self.write_parts(seq, published, drops), meta)
 
@@ -399,8 +425,9 @@ class State:
             names |= set(pending)
         return [self.root / rel for rel in sorted(names) if rel.startswith(f"{sub}/")]
 
-    def published(self, columns: list[str] | None = None, pending: dict[str, str] | None = None
-                  ) -> pl.DataFrame | None:
+    def published(
+        self, columns: list[str] | None = None, pending: dict[str, str] | None = None
+    ) -> pl.DataFrame | None:
         """The held-run store (only ``columns`` are read, to keep memory small)."""
         parts = self._committed_parts("published", pending)
         if not parts:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import orjson
 
-from pipeline.config import Config, Limits
-from pipeline.context import Context
-from pipeline.episode import Quarantined, RawRun
-from pipeline.process import run_steps
+from pipeline.core.config import Config, Limits
+from pipeline.core.context import Context
+from pipeline.core.episode import Quarantined, RawRun
+from pipeline.orchestration.process import run_steps
 from pipeline.sources.base import ShardVerdict, Unit
 from pipeline.stages import STEPS
 
@@ -75,8 +75,16 @@ def _parquet_runs(path: Path, name: str) -> Iterator[RawRun | Quarantined | Shar
     """A SWE-Lego-style Parquet file, read exactly as ``run --swelego`` reads it."""
     from pipeline.sources import swelego
 
-    unit = Unit("swelego", path.parent.name, name, "", None, "gzip", dataset_label=path.parent.name,
-                location=str(path))
+    unit = Unit(
+        "swelego",
+        path.parent.name,
+        name,
+        "",
+        None,
+        "gzip",
+        dataset_label=path.parent.name,
+        location=str(path),
+    )
     yield from swelego.read_unit(unit, Limits())
 
 
@@ -101,19 +109,30 @@ def convert_files(files: list[Path], out: Path, *, step_limit: int = 250) -> Con
     for path in files:
         # a file that gives no run at all is listed (one quarantine line) and reported as unusable
         if path.stat().st_size == 0:
-            items: list[RawRun | Quarantined] = [Quarantined(f"{names[path]}#row=0", None, "unreadable", "empty file")]
+            items: list[RawRun | Quarantined] = [
+                Quarantined(f"{names[path]}#row=0", None, "unreadable", "empty file")
+            ]
         else:
-            read = list(_parquet_runs(path, names[path]) if _is_parquet(path)
-                        else iter_trajectory_file(path, name=names[path]))
+            read = list(
+                _parquet_runs(path, names[path])
+                if _is_parquet(path)
+                else iter_trajectory_file(path, name=names[path])
+            )
             items = [i for i in read if not isinstance(i, ShardVerdict)]
             failed = [v for v in read if isinstance(v, ShardVerdict) and not v.ok]
             if failed:
-                items.append(Quarantined(f"{names[path]}#row=0", None, failed[0].reason or "unreadable",
-                                         failed[0].detail[:200]))
+                items.append(
+                    Quarantined(
+                        f"{names[path]}#row=0", None, failed[0].reason or "unreadable", failed[0].detail[:200]
+                    )
+                )
         if not items:
             result.unusable.append(f"{path}: holds no runs")
-        elif all(isinstance(i, Quarantined) and i.reason in _UNUSABLE for i in items) and \
-                isinstance(last := items[-1], Quarantined) and last.source_uid.endswith("#row=0"):
+        elif (
+            all(isinstance(i, Quarantined) and i.reason in _UNUSABLE for i in items)
+            and isinstance(last := items[-1], Quarantined)
+            and last.source_uid.endswith("#row=0")
+        ):
             result.unusable.append(f"{path}: {last.reason}: {last.detail[:200]}")
         fmt_of = {x.source_uid: x.origin for x in items if isinstance(x, RawRun)}
         position = {x.source_uid: i for i, x in enumerate(items)}
@@ -124,13 +143,27 @@ def convert_files(files: list[Path], out: Path, *, step_limit: int = 250) -> Con
         early = sorted([*parse.to_dicts(), *convert.to_dicts()], key=lambda d: position[d["source_uid"]])
         drops = [*quarantine.to_dicts(), *early, *(d for f in later for d in f.to_dicts())]
         for d in drops:
-            lines.append(orjson.dumps({"source_uid": d["source_uid"], "format": fmt_of.get(d["source_uid"]),
-                                       "drop": {k: d[k] for k in ("stage", "reason", "detail")}}))
+            lines.append(
+                orjson.dumps(
+                    {
+                        "source_uid": d["source_uid"],
+                        "format": fmt_of.get(d["source_uid"]),
+                        "drop": {k: d[k] for k in ("stage", "reason", "detail")},
+                    }
+                )
+            )
             result.by_format[f"{fmt_of.get(d['source_uid'], 'unknown')}/{d['stage']}/{d['reason']}"] += 1
             result.dropped += 1
         for row in batch.select("source_uid", "messages").iter_rows(named=True):
-            lines.append(orjson.dumps({"source_uid": row["source_uid"], "format": fmt_of[row["source_uid"]],
-                                       "messages": row["messages"]}))
+            lines.append(
+                orjson.dumps(
+                    {
+                        "source_uid": row["source_uid"],
+                        "format": fmt_of[row["source_uid"]],
+                        "messages": row["messages"],
+                    }
+                )
+            )
             result.by_format[f"{fmt_of[row['source_uid']]}/converted"] += 1
             result.converted += 1
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +182,8 @@ def format_summary(by_format: Counter[str]) -> list[str]:
         c = formats[fmt]
         drops = sorted((k, n) for k, n in c.items() if k != "converted")
         detail = ", ".join(f"{k} {n}" for k, n in drops)
-        lines.append(f"{fmt}: {c['converted']} converted, {sum(n for _, n in drops)} not converted"
-                     + (f" ({detail})" if detail else ""))
+        lines.append(
+            f"{fmt}: {c['converted']} converted, {sum(n for _, n in drops)} not converted"
+            + (f" ({detail})" if detail else "")
+        )
     return lines

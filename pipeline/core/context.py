@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.config import Config
+from pipeline.core.config import Config
 
 
 @dataclass

@@ -52,18 +52,28 @@ class Reporter:
             return
         start = time.perf_counter()
         if self.console.is_terminal:
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TextColumn("units, {task.fields[runs]:,} runs, {task.fields[rate]}"),
-                          TimeRemainingColumn(), TimeElapsedColumn(), console=self.console,
-                          transient=False) as progress:
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("units, {task.fields[runs]:,} runs, {task.fields[rate]}"),
+                TimeRemainingColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            ) as progress:
                 task = progress.add_task(name, total=total, runs=0, rate="")
                 count = [0]
 
                 def advance_bar(runs: int = 0) -> None:
                     count[0] += runs
                     elapsed = time.perf_counter() - start
-                    progress.update(task, advance=1, runs=count[0],
-                                    rate=f"{count[0] / elapsed:,.0f} runs/s" if elapsed > 0 else "")
+                    progress.update(
+                        task,
+                        advance=1,
+                        runs=count[0],
+                        rate=f"{count[0] / elapsed:,.0f} runs/s" if elapsed > 0 else "",
+                    )
 
                 yield advance_bar
             return
@@ -73,8 +83,11 @@ class Reporter:
             done[0] += 1
             runs_done[0] += runs
             if total > 1 and (total <= 20 or done[0] % max(1, total // 10) == 0 or done[0] == total):
-                print(status_line(name, done[0], total, runs_done[0], time.perf_counter() - start),
-                      file=sys.stderr, flush=True)
+                print(
+                    status_line(name, done[0], total, runs_done[0], time.perf_counter() - start),
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         yield advance
         print(f"[{name}] done in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)

@@ -18,6 +18,7 @@ def dataset_name(origin: str, machine: str) -> str:
     origin_slug = ORIGIN_SLUGS.get(origin, origin.replace(" ", "-").replace("_", "-").lower())
     return f"mini-coder-{origin_slug}-{machine}"
 
+
 # Task pool id (``affine_source``) -> the name the card's summary line uses.
 POOL_NAMES: dict[str, str] = {
     "swesmith": "SWE-smith",

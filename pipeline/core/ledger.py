@@ -12,8 +12,8 @@ from typing import NotRequired, TypedDict
 
 import polars as pl
 
+from pipeline.core.state import IngestKey
 from pipeline.stages import STAGE_ORDER
-from pipeline.state import IngestKey
 from schemas.run import DROPS, empty
 
 
@@ -76,9 +76,15 @@ def _block(frame: pl.DataFrame) -> Block:
     return {"total": frame.height, "by_epoch": _by(frame, "epoch"), "by_dataset": _by(frame, "dataset")}
 
 
-def compute_stats(ingested: Counter[IngestKey], published: pl.DataFrame, drops: pl.DataFrame,
-                  counters: Counter[str], *, benchmarks_checked: bool,
-                  benchmark_tables: list[str]) -> Stats:
+def compute_stats(
+    ingested: Counter[IngestKey],
+    published: pl.DataFrame,
+    drops: pl.DataFrame,
+    counters: Counter[str],
+    *,
+    benchmarks_checked: bool,
+    benchmark_tables: list[str],
+) -> Stats:
     """Totals by epoch and dataset, drop counts by stage/reason, counters and the invariant.
 
     ``ingested`` is keyed ``(dataset, epoch)`` (dataset empty for quarantined input)."""
@@ -91,23 +97,37 @@ def compute_stats(ingested: Counter[IngestKey], published: pl.DataFrame, drops: 
         if ds:
             ing_dataset[ds] += n
     total_in = sum(ingested.values())
-    per_stage = {f"{s}/{r}": int(n) for s, r, n in
-                 drops.group_by("stage", "reason").len().sort("stage", "reason").iter_rows()}
+    per_stage = {
+        f"{s}/{r}": int(n)
+        for s, r, n in drops.group_by("stage", "reason").len().sort("stage", "reason").iter_rows()
+    }
     early = drops.filter(pl.col("stage").is_in(["quarantine", "parse", "convert"])).height
     ok_total = total_in == published.height + d.height + q.height
     # per dataset: quarantined input has no dataset, so it is checked in the totals only
     pub_ds, drop_ds = _by(published, "dataset"), _by(d, "dataset")
-    bad = {ds: {"ingested": n, "published": pub_ds.get(ds, 0), "dropped": drop_ds.get(ds, 0)}
-           for ds, n in ing_dataset.items() if n != pub_ds.get(ds, 0) + drop_ds.get(ds, 0)}
+    bad = {
+        ds: {"ingested": n, "published": pub_ds.get(ds, 0), "dropped": drop_ds.get(ds, 0)}
+        for ds, n in ing_dataset.items()
+        if n != pub_ds.get(ds, 0) + drop_ds.get(ds, 0)
+    }
     q_ds = q.filter(pl.col("dataset") != "").height
     pub_ep, drop_ep, q_ep = _by(published, "epoch"), _by(d, "epoch"), _by(q, "epoch")
-    bad_epochs = {ep: {"ingested": ing_epoch.get(ep, 0), "published": pub_ep.get(ep, 0),
-                       "dropped": drop_ep.get(ep, 0), "quarantined": q_ep.get(ep, 0)}
-                  for ep in sorted(set(ing_epoch) | set(pub_ep) | set(drop_ep) | set(q_ep))
-                  if ing_epoch.get(ep, 0) != pub_ep.get(ep, 0) + drop_ep.get(ep, 0) + q_ep.get(ep, 0)}
+    bad_epochs = {
+        ep: {
+            "ingested": ing_epoch.get(ep, 0),
+            "published": pub_ep.get(ep, 0),
+            "dropped": drop_ep.get(ep, 0),
+            "quarantined": q_ep.get(ep, 0),
+        }
+        for ep in sorted(set(ing_epoch) | set(pub_ep) | set(drop_ep) | set(q_ep))
+        if ing_epoch.get(ep, 0) != pub_ep.get(ep, 0) + drop_ep.get(ep, 0) + q_ep.get(ep, 0)
+    }
     return {
-        "ingested": {"total": total_in, "by_epoch": dict(sorted(ing_epoch.items())),
-                     "by_dataset": dict(sorted(ing_dataset.items()))},
+        "ingested": {
+            "total": total_in,
+            "by_epoch": dict(sorted(ing_epoch.items())),
+            "by_dataset": dict(sorted(ing_dataset.items())),
+        },
         "converted": total_in - early,
         "published": _block(published),
         "dropped": _block(d),
@@ -117,8 +137,12 @@ def compute_stats(ingested: Counter[IngestKey], published: pl.DataFrame, drops: 
         "benchmarks": {"checked": benchmarks_checked, "tables": sorted(benchmark_tables)},
         "invariant": {
             "ok": ok_total and not bad and not bad_epochs and q_ds == 0,
-            "ingested": total_in, "published": published.height, "dropped": d.height,
-            "quarantined": q.height, "datasets_off": bad, "epochs_off": bad_epochs,
+            "ingested": total_in,
+            "published": published.height,
+            "dropped": d.height,
+            "quarantined": q.height,
+            "datasets_off": bad,
+            "epochs_off": bad_epochs,
         },
     }
 
@@ -129,7 +153,8 @@ def check_invariant(stats: Stats) -> None:
         raise InvariantError(
             f"accounting broken: ingested {inv['ingested']} != published {inv['published']} + "
             f"dropped {inv['dropped']} + quarantined {inv['quarantined']} "
-            f"(datasets off: {inv['datasets_off']}, epochs off: {inv['epochs_off']}); nothing was published")
+            f"(datasets off: {inv['datasets_off']}, epochs off: {inv['epochs_off']}); nothing was published"
+        )
 
 
 def sorted_drops(drops: pl.DataFrame | None) -> pl.DataFrame:
@@ -137,5 +162,8 @@ def sorted_drops(drops: pl.DataFrame | None) -> pl.DataFrame:
     if drops is None or drops.height == 0:
         return empty(DROPS)
     order = {s: i for i, s in enumerate(STAGE_ORDER)}
-    return (drops.with_columns(pl.col("stage").replace_strict(order, default=len(order)).alias("__o"))
-            .sort("__o", "source_uid", "reason").drop("__o"))
+    return (
+        drops.with_columns(pl.col("stage").replace_strict(order, default=len(order)).alias("__o"))
+        .sort("__o", "source_uid", "reason")
+        .drop("__o")
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pipeline.episode import Episode, RawRun
+from pipeline.core.episode import Episode, RawRun
 from pipeline.parsers import harness_of, machine_of
-from schemas.machines import dataset_name
+from schemas.datasets import dataset_name
 
 if TYPE_CHECKING:
     from pipeline.convert import Converted
@@ -15,8 +15,19 @@ if TYPE_CHECKING:
 # SWE-smith ids: owner__repo.<commit8>.<method>__<hash> or owner__repo.<commit8>.pr_<N>
 _SWESMITH = re.compile(r"^[\w.-]+__[\w.-]+?\.([0-9a-f]{7,40})\.(\w+?)(?:__\w+)?$")
 _PR_SUFFIX = re.compile(r"\.pr_\d+$")
-_MECHANICAL = ("func_pm", "func_basic", "class_pm", "class_basic", "pm_", "ctrl_", "op_", "remove_",
-               "replace_", "shuffle_", "swap_")
+_MECHANICAL = (
+    "func_pm",
+    "func_basic",
+    "class_pm",
+    "class_basic",
+    "pm_",
+    "ctrl_",
+    "op_",
+    "remove_",
+    "replace_",
+    "shuffle_",
+    "swap_",
+)
 
 
 def family_of(instance_id: str) -> str:
@@ -46,7 +57,7 @@ def normalise_repo(repo: str) -> str:
     r = repo.strip().removesuffix(".git")
     for prefix in ("https://github.com/", "http://github.com/", "github.com/"):
         if r.startswith(prefix):
-            r = r[len(prefix):]
+            r = r[len(prefix) :]
     return r.replace("/", "__") if "__" not in r else r
 
 

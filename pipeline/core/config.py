@@ -12,10 +12,10 @@ from typing import Any, get_type_hints
 
 import orjson
 
-from pipeline.fileio import file_sha256
+from pipeline.io.fileio import file_sha256
 
 CACHE_FORMAT = 2  # bump when what a unit cache holds changes (old caches are then redone)
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _version() -> str:
@@ -37,7 +37,11 @@ def code_fingerprint() -> str:
     h = hashlib.sha256()
     for sub in ("pipeline", "schemas"):
         for path in sorted((_ROOT / sub).rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".txt", ".json", ".toml") and "__pycache__" not in path.parts:
+            if (
+                path.is_file()
+                and path.suffix in (".py", ".txt", ".json", ".toml")
+                and "__pycache__" not in path.parts
+            ):
                 h.update(f"{path.relative_to(_ROOT).as_posix()}\0".encode())
                 h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -61,8 +65,12 @@ class Limits:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _need(isinstance(getattr(self, f.name), int) and getattr(self, f.name) >= 1, "limits", f.name,
-                  "must be a whole number of at least 1")
+            _need(
+                isinstance(getattr(self, f.name), int) and getattr(self, f.name) >= 1,
+                "limits",
+                f.name,
+                "must be a whole number of at least 1",
+            )
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,18 @@ class DedupParams:
     def __post_init__(self) -> None:
         for name in ("num_perm", "bands", "rows", "shingle"):
             _need(getattr(self, name) >= 1, "dedup", name, "must be at least 1")
-        _need(0 < self.threshold <= 1, "dedup", "threshold",
-              f"must be in (0, 1], not {self.threshold} (near-duplicate detection would be off)")
-        _need(self.bands * self.rows <= self.num_perm, "dedup", "bands",
-              f"bands × rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}")
+        _need(
+            0 < self.threshold <= 1,
+            "dedup",
+            "threshold",
+            f"must be in (0, 1], not {self.threshold} (near-duplicate detection would be off)",
+        )
+        _need(
+            self.bands * self.rows <= self.num_perm,
+            "dedup",
+            "bands",
+            f"bands × rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}",
+        )
 
 
 def _need(ok: bool, section: str, key: str, problem: str) -> None:
@@ -98,8 +114,11 @@ def _typed(section: str, cls: type, data: object) -> Any:
         if key not in known:
             raise ConfigError(f"[{section}] {key}: unknown key (known: {', '.join(sorted(known))})")
         want = hints[key]
-        ok = (isinstance(value, int) and not isinstance(value, bool)) if want is int else \
-            (isinstance(value, (int, float)) and not isinstance(value, bool))
+        ok = (
+            (isinstance(value, int) and not isinstance(value, bool))
+            if want is int
+            else (isinstance(value, (int, float)) and not isinstance(value, bool))
+        )
         if not ok:
             kind = "a whole number" if want is int else "a number"
             raise ConfigError(f"[{section}] {key}: must be {kind}, not {value!r}")
@@ -143,8 +162,10 @@ class Config:
         if self.no_benchmarks and self.benchmarks:
             raise ConfigError(f"--no-benchmarks: cannot be combined with --benchmarks {self.benchmarks}")
         if self.affine_base_url and len(self.affine_base_url) != len(self.affine):
-            raise ConfigError(f"--affine-base-url: give one per --affine ({len(self.affine)} corpora, "
-                              f"{len(self.affine_base_url)} base URLs)")
+            raise ConfigError(
+                f"--affine-base-url: give one per --affine ({len(self.affine)} corpora, "
+                f"{len(self.affine_base_url)} base URLs)"
+            )
         for url in self.affine_base_url:
             if not url.startswith(URL_SCHEMES) or url.rstrip("/").endswith("://"):
                 raise ConfigError(f"--affine-base-url: {url!r} is not an http(s):// or file:// URL")
@@ -167,7 +188,10 @@ class Config:
                 _exists(loc, "--swelego", folder=None)
         if self.catalog is not None:
             _exists(self.catalog, "--catalog", folder=True)
-            if not (Path(self.catalog) / "tasks.parquet").is_file() and not (Path(self.catalog) / "runs").is_dir():
+            if (
+                not (Path(self.catalog) / "tasks.parquet").is_file()
+                and not (Path(self.catalog) / "runs").is_dir()
+            ):
                 raise ConfigError(f"--catalog: {self.catalog} has neither tasks.parquet nor runs/")
         if self.benchmarks is not None and not self.no_benchmarks:
             _exists(self.benchmarks, "--benchmarks", folder=None)
@@ -193,7 +217,9 @@ class Config:
         if self.benchmarks and not self.no_benchmarks:
             root = Path(self.benchmarks)
             files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
-            parts += [f"bench:{p.relative_to(root) if root.is_dir() else p.name}:{file_sha256(p)}" for p in files]
+            parts += [
+                f"bench:{p.relative_to(root) if root.is_dir() else p.name}:{file_sha256(p)}" for p in files
+            ]
         if self.catalog and (Path(self.catalog) / "tasks.parquet").exists():
             parts.append(f"catalog:{file_sha256(Path(self.catalog) / 'tasks.parquet')}")
         return replace(self, references=hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16])
@@ -210,7 +236,9 @@ class Config:
             except FileNotFoundError:
                 raise ConfigError(f"--config: {path} does not exist") from None
             except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"--config: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+                raise ConfigError(
+                    f"--config: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"--config: {path} is not valid TOML: {exc}") from None
         # a toggle given on the command line wins over the file's opposite

@@ -1,0 +1,1 @@
+"""Running the pipeline: per-unit work (process), the driver (runner), trajpipe convert, progress."""

@@ -1,0 +1,1 @@
+"""Reference data the stages check against: benchmark tables and secret detection rules."""

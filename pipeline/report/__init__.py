@@ -1,0 +1,1 @@
+"""Reporting from the ledger: trajpipe audit (terminal, JSON, HTML)."""
