@@ -19,20 +19,11 @@ from rich.table import Table
 from pipeline.core.state import State
 from pipeline.io.fileio import atomic_write_text
 from pipeline.leaks.solution import explain_detail
+from pipeline.stages import STAGE_ORDER
 from schemas.run import DROPS, empty
 
-# Funnel order (ARCHITECTURE.md: a run is dropped by the first stage that drops it).
-STAGES: list[str] = [
-    "quarantine",
-    "parse",
-    "convert",
-    "task_dedup",
-    "solution_leak",
-    "benchmark_leak",
-    "scrub",
-    "validate",
-    "traj_dedup",
-]
+# Funnel order: the declared step order (a run is dropped by the first stage that drops it).
+STAGES: list[str] = list(STAGE_ORDER)
 COUNTER_GROUPS: list[str] = [
     "parse/dialect",
     "dialect_turns",
