@@ -68,27 +68,13 @@ from pipeline.convert.edits import (
     window_replace_command,
 )
 from pipeline.core.episode import ConvertError
+from pipeline.parsers.sweagent import WINDOW_COMMANDS
 
 WINDOW_RE = re.compile(
     r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\](?:\n|\Z)"
     r"(?:\((?P<above>\d+) more lines above\)\n)?"
     r"(?P<body>(?:(?:\d+:[^\n]*|<<<<< (?:START|END) CURSOR >>>>>)(?:\n|\Z))+)"
     r"(?:\((?P<below>\d+) more lines below\)(?:\n|\Z))?"
-)
-WINDOW_COMMANDS = frozenset(
-    {
-        "open",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "create",
-        "edit",
-        "insert",
-        "find_file",
-        "search_dir",
-        "search_file",
-        "set_cursors",
-    }
 )
 # SWE-agent 0.x's cursor editor marks the edit span inside its window with these lines
 START_MARK, END_MARK = "<<<<< START CURSOR >>>>>", "<<<<< END CURSOR >>>>>"

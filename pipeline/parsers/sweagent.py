@@ -415,10 +415,9 @@ def prints_final_newline(command: str) -> bool:
     return False
 
 
-_TOOL_OUTPUT_NAMES = frozenset(
+# SWE-agent's windowed file viewer and editor: tools that print a window of the open file
+WINDOW_COMMANDS = frozenset(
     {
-        "str_replace_editor",
-        "filemap",
         "open",
         "goto",
         "scroll_up",
@@ -429,8 +428,10 @@ _TOOL_OUTPUT_NAMES = frozenset(
         "find_file",
         "search_dir",
         "search_file",
+        "set_cursors",
     }
 )
+_TOOL_OUTPUT_NAMES = WINDOW_COMMANDS | {"str_replace_editor", "filemap"}
 _BARE_NUMBER_TAIL = re.compile(r"\n *\d+\Z")
 
 
