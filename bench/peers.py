@@ -1,6 +1,6 @@
 """Peers benchmark: trajpipe's dedup step against datatrove's MinHash stages on the same runs.
 
-    .venv/bin/python bench/peers.py [--runs 10000] [--reps 3] [--seed 0]
+    .venv/bin/python bench/peers.py [--runs 2000] [--reps 3] [--seed 0]
 
 datatrove is an optional dependency: the bench installs it (with the spaCy word tokenizer and
 xxhash its MinHash stages need) into its own venv, bench/out/peers-venv (git-ignored), once. If it
@@ -31,6 +31,7 @@ import os
 import platform
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -40,9 +41,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 VENV = OUT / "peers-venv"
-# datatrove's MinHash stages tokenise English with spaCy and hash with xxhash (both optional
-# extras of datatrove); orjson reads and writes its JSONL.
-REQUIREMENTS = ["datatrove==0.10.1", "spacy>=3.8,<4", "xxhash<4", "orjson"]
+# datatrove's MinHash stages tokenise English with spaCy, normalise text with regex and hash with
+# xxhash (all optional extras of datatrove; `datatrove.pipeline.dedup` also imports tokenizers);
+# orjson reads and writes its JSONL.
+REQUIREMENTS = ["datatrove==0.10.1", "spacy>=3.8,<4", "regex", "xxhash<4", "tokenizers", "orjson"]
+# what the stages import, checked once after the install
+IMPORT_CHECK = (
+    "import datatrove.pipeline.dedup, datatrove.executor, datatrove.pipeline.readers, xxhash, orjson;"
+    "from datatrove.utils.word_tokenizers import load_word_tokenizer;"
+    "load_word_tokenizer('eng').word_tokenize('a b')"
+)
 BANDS, ROWS, SHINGLE = 16, 8, 5
 
 
@@ -52,7 +60,6 @@ BANDS, ROWS, SHINGLE = 16, 8, 5
 def datatrove_run(inp: Path, work: Path, tasks: int, workers: int) -> dict[str, Any]:
     """datatrove's four MinHash stages over the JSONL documents in ``inp``: seconds per stage, the
     cluster id of every document in a cluster and the ids of the removed ones."""
-    import orjson
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.dedup import (
         MinhashDedupBuckets,
@@ -120,20 +127,35 @@ def datatrove_run(inp: Path, work: Path, tasks: int, workers: int) -> dict[str, 
         ],
         tasks,
     )
+    from importlib.metadata import version
+
+    cluster, removed = read_clusters(inp, work, tasks)
+    return {"seconds": seconds, "cluster": cluster, "removed": removed, "version": version("datatrove")}
+
+
+def read_clusters(inp: Path, work: Path, tasks: int) -> tuple[dict[str, int], list[str]]:
+    """The cluster id of every document in a cluster and the ids of the removed documents."""
+    import orjson
+
+    # From the cluster stage's own files: (doc index, cluster id) per rank. The filter's
+    # `minhash_cluster_id` metadata is not used: a rank without a .remove file skips loading it.
+    # One input file per task, so rank r read the r-th file (the reader's files are sorted).
+    files = sorted(inp.glob("*.jsonl"))
+    assert len(files) == tasks, "one input file per task"
     cluster: dict[str, int] = {}
     removed: list[str] = []
-    for part in ("kept", "removed"):
-        for path in sorted((work / part).glob("*.jsonl")):
-            for line in path.read_bytes().splitlines():
-                doc = orjson.loads(line)
-                cid = doc.get("metadata", {}).get("minhash_cluster_id", -1)
-                if cid != -1:
-                    cluster[doc["id"]] = cid
-                if part == "removed":
-                    removed.append(doc["id"])
-    import datatrove
-
-    return {"seconds": seconds, "cluster": cluster, "removed": removed, "version": datatrove.__version__}
+    for rank, path in enumerate(files):
+        ids = [orjson.loads(line)["id"] for line in path.read_bytes().splitlines() if line]
+        for name, width in ((f"{rank:06d}.clusters", 2), (f"{rank:06d}.remove", 1)):
+            raw = (work / "remove" / name).read_bytes() if (work / "remove" / name).exists() else b""
+            vals = struct.unpack(f"<{len(raw) // 4}I", raw)
+            if width == 2:
+                cluster.update((ids[d], c) for d, c in zip(vals[::2], vals[1::2], strict=True))
+            else:
+                removed += [ids[d] for d in vals]
+    written = sum(len(p.read_bytes().splitlines()) for p in (work / "removed").glob("*.jsonl"))
+    assert written == len(removed), f"filter removed {written} documents, the cluster stage {len(removed)}"
+    return cluster, removed
 
 
 # -- the peers venv --------------------------------------------------------------------------------
@@ -151,6 +173,7 @@ def peers_python() -> Path | None:
     steps = [
         [sys.executable, "-m", "venv", str(VENV)],
         [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *REQUIREMENTS],
+        [str(python), "-c", IMPORT_CHECK],
     ]
     for cmd in steps:
         try:
@@ -287,7 +310,7 @@ def main(argv: list[str]) -> None:
         sys.stdout.write(orjson.dumps(res).decode() + "\n")
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=2_000, help="runs (datatrove takes ~20-60 ms per run here)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=3, help="interleaved reps (median (min–max))")
     ap.add_argument("--workers", type=int, default=2, help="datatrove workers (trajpipe: threads)")
