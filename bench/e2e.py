@@ -465,14 +465,14 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
     head = "| rep | pipeline s | floor s | pipeline ÷ floor |"
     rule = "|---|---:|---:|---:|"
     if before:
-        head += " before s | before ÷ floor | after ÷ before |"
+        head += " before s | before ÷ floor | speed-up (before ÷ after) |"
         rule += "---:|---:|---:|"
     lines += [head + " load |", rule + "---|"]
     for i, r in enumerate(reps):
         row = f"| {i + 1} | {r['after']['pipeline_wall']:.1f} | {r['floor']['floor_wall']:.1f} | {ratio[i]:.2f} |"
         if before:
             b = r["before"]["pipeline_wall"]
-            row += f" {b:.1f} | {b / r['floor']['floor_wall']:.2f} | {r['after']['pipeline_wall'] / b:.2f} |"
+            row += f" {b:.1f} | {b / r['floor']['floor_wall']:.2f} | {b / r['after']['pipeline_wall']:.2f} |"
         lines.append(row + f" {r['load'][0]:.1f} → {r['load'][1]:.1f} |")
     goal = median(ratio) <= 4
     lines += [
@@ -486,7 +486,7 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
         lines += [
             "",
             f"Before (`{args.before}` = {args.before_sha[:10]}): {spread(bratio)} × the floor; "
-            f"this tree is {spread(speed)}× faster than it, rep by rep.",
+            f"speed-up of this tree over it (before ÷ after, per rep): **{spread(speed)}×**.",
         ]
     lines += [
         "",
@@ -531,7 +531,7 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
     if bm is not None and bf is not None:
         steps += [s for s in bm["steps"] if s not in steps]
         lines += [
-            "| step | before s | × floor | after s | × floor | after ÷ before |",
+            "| step | before s | × floor | after s | × floor | speed-up (before ÷ after) |",
             "|---|---:|---:|---:|---:|---:|",
         ]
     else:
@@ -543,7 +543,7 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
             b = bm["steps"].get(name)
             lines.append(
                 f"| {name} | {_cell(b)} | {_cell(b, bf['floor_cpu'])} | {_cell(s)} | {_cell(s, fm['floor_cpu'])} "
-                f"| {_cell(s, b) if s is not None else '–'} |"
+                f"| {_cell(b, s) if s else '–'} |"
             )
         else:
             lines.append(f"| {name} | {s:.2f} | {s / total:.0%} | {s / fm['floor_cpu']:.2f} |")
@@ -551,7 +551,7 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
         btotal = sum(bm["steps"].values())
         lines += [
             f"| **per-unit total** | **{btotal:.2f}** | **{btotal / bf['floor_cpu']:.2f}** | **{total:.2f}** "
-            f"| **{total / fm['floor_cpu']:.2f}** | **{total / btotal:.2f}** |",
+            f"| **{total / fm['floor_cpu']:.2f}** | **{btotal / total:.2f}** |",
             f"| (floor, decode s) | {bf['floor_cpu']:.2f} | 1.00 | {fm['floor_cpu']:.2f} | 1.00 | |",
         ]
     else:
