@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.rows import dataset_of, work_row
 from pipeline.stages.base import RunStep
@@ -45,7 +46,17 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
         return work_row(item.raw, item.episode, conv)
 
     def collect(self, kept: list[Any]) -> pl.DataFrame:
-        return pl.DataFrame(kept, schema=empty(WORK).schema) if kept else empty(WORK)
+        if not kept:
+            return empty(WORK)
+        # column by column through Arrow: twice as fast as polars reading a list of row dicts
+        try:
+            table = pa.Table.from_arrays(
+                [pa.array([row[f.name] for row in kept], type=f.type) for f in WORK], schema=WORK
+            )
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            # a value Arrow will not take as it is: polars' own conversion decides (and says why)
+            return pl.DataFrame(kept, schema=empty(WORK).schema)
+        return cast(pl.DataFrame, pl.from_arrow(table))
 
     def where(self, item: Parsed) -> tuple[str, int | None, str]:
         return item.raw.source_uid, item.raw.epoch, dataset_of(item.raw)

@@ -1,0 +1,59 @@
+"""The convert step's kept batch: the WORK frame built column by column through Arrow is the frame
+polars builds from the same row dicts, value for value and type for type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pipeline.stages.convert import Convert
+from schemas.run import WORK, empty
+from tests.builders import CTX
+
+
+def _row(i: int, **over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {f.name: f"{f.name}-{i}" for f in WORK if str(f.type) in ("string", "large_string")}
+    row.update(
+        messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "é\u2192\x00"}],
+        verified=i % 2 == 0,
+        submitted=True,
+        affine_fold_group=None,
+        epoch=None if i % 3 == 0 else i,
+        commands=["ls", ""],
+        outputs=["a\n", ""],
+        returncodes=[0, None],
+        raw_bytes=2**40 + i,
+    )
+    row.update(over)
+    return row
+
+
+def test_kept_rows_become_the_frame_polars_would_build_from_them() -> None:
+    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[], messages=[])]
+    got = Convert(CTX).collect(rows)
+    want = pl.DataFrame(rows, schema=empty(WORK).schema)
+    assert got.schema == want.schema
+    assert got.to_arrow().equals(want.to_arrow())
+
+
+def test_a_value_arrow_refuses_is_left_to_polars() -> None:
+    # a return code as text: Arrow refuses it for int32, polars' own conversion decides
+    rows = [_row(0, returncodes=["7"])]
+    try:
+        want: pl.DataFrame | None = pl.DataFrame(rows, schema=empty(WORK).schema)
+    except Exception as exc:  # polars refuses it too: the same error reaches the step's boundary
+        want, error = None, type(exc)
+    if want is not None:
+        assert Convert(CTX).collect(rows).to_arrow().equals(want.to_arrow())
+    else:
+        try:
+            Convert(CTX).collect(rows)
+        except Exception as exc:
+            assert type(exc) is error
+        else:
+            raise AssertionError("collect accepted a row polars refuses")
+
+
+def test_no_kept_runs_is_the_empty_work_frame() -> None:
+    assert Convert(CTX).collect([]).schema == empty(WORK).schema
