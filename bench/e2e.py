@@ -1,19 +1,26 @@
-"""End-to-end benchmark: the whole pipeline against the physical floor, and how it scales.
+"""End-to-end benchmark: the whole pipeline against the physical floor, side by side, and how it scales.
 
-    .venv/bin/python bench/e2e.py --size-gb 1.0 --scales 1,2,4 --scale-base-gb 0.25
+    .venv/bin/python bench/e2e.py --size-gb 1.0 --scales 1,2,4 --scale-base-gb 0.25 --reps 3 --before main
 
 1. Generates (and caches under bench/out/, git-ignored) synthetic corpora with `trajpipe synth`,
    sized by *raw JSON bytes*: the decompressed JSONL of every Affine chunk plus the JSON of every
    SWE-Lego row.
-2. For each corpus, in a fresh child process (so peak-RSS counters start clean):
-   - the whole pipeline (`run_pipeline`, fresh work dir, page cache warm), timed per driver
-     phase (RunSummary.seconds), with the process tree's RSS sampled from /proc;
+2. Runs ``--reps`` interleaved reps, because the machine is shared and noisy. One rep is, each in
+   a fresh child process (clean rusage counters, no state from earlier runs), page cache warm:
+   - the whole pipeline (`run_pipeline`, fresh work dir), timed per driver phase and per step of
+     `process_unit` (RunSummary.seconds), with the process tree's RSS sampled from /proc;
    - the floor: gzip decompression + `orjson.loads` of every line of the same chunks (and a
      Parquet read + `orjson.loads` of the SWE-Lego rows), mapped over the same units by the same
      executor with the same worker count;
-   - a per-stage profile: the CPU seconds `process_unit` reports for each of its steps,
-     summed over every unit of the measured run, next to the floor's CPU seconds.
-3. Prints a markdown report and writes it to bench/results/e2e.md with the command.
+   - with ``--before REV``: the same pipeline measurement on the code of git revision REV
+     (extracted with `git archive` under bench/out/, imported through PYTHONPATH with the current
+     venv; every child checks which `pipeline` it imported, driver and pool workers);
+   - the other corpora of the scaling series (``--scales``).
+   The 1-min load average is read before and after every rep. Ratios are taken within a rep
+   (pipeline ÷ floor of the same rep), reported as median (min–max); the step tables come from
+   the rep with the median ratio.
+3. Prints a markdown report and writes it to bench/results/e2e.md (with the command) and the raw
+   measurements to bench/results/e2e.json.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import math
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -211,16 +219,65 @@ class TreeSampler:
         self.peak = max(self.peak, tree_rss(os.getpid()))
 
 
+# -- which code is measured ---------------------------------------------------------------------
+
+
+def use_tree(tree: Path) -> None:
+    """Import ``pipeline`` and ``schemas`` from ``tree``, whatever the venv's editable install
+    points at: ``tree`` goes first on sys.path (PYTHONPATH does the same for pool workers, which
+    are spawned), and setuptools' editable meta-path finder is taken out of this process."""
+    sys.path.insert(0, str(tree))
+    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+    check_tree(tree)
+
+
+def pipeline_file(_: object = None) -> str:
+    """Where this process imported ``pipeline`` from (also mapped over the pool's workers)."""
+    import pipeline
+
+    return str(Path(pipeline.__file__).resolve())
+
+
+def check_tree(tree: Path) -> None:
+    where = Path(pipeline_file())
+    if not where.is_relative_to(tree.resolve()):
+        raise SystemExit(f"e2e: imported pipeline from {where}, expected it under {tree}")
+
+
+def export_tree(rev: str, out_root: Path) -> tuple[Path, str]:
+    """The source tree of git revision ``rev`` under ``out_root`` (extracted once per commit with
+    `git archive`: no worktree to register or clean up), and the commit it resolved to."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"e2e: --before {rev}: not a git revision here ({exc.stderr.strip()})") from None
+    tree = out_root / f"rev-{sha[:12]}"
+    if not (tree / ".complete").exists():
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", sha, "pipeline", "schemas"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        (tree / ".complete").write_text(sha + "\n")
+    return tree, sha
+
+
 # -- one measurement (runs in a child process) ------------------------------------------------
 
 
-def measure(corpus: Path, workdir: Path, workers: int, executor: str, n_profile: int) -> dict[str, Any]:
+def make_config(corpus: Path, workdir: Path, workers: int, executor: str) -> Any:
     from pipeline.core.config import Config
-    from pipeline.executors import make_executor
-    from pipeline.orchestration.runner import list_all_units, run_pipeline
 
     bench_dir = SHARED / "benchmarks"
-    cfg = Config(
+    return Config(
         affine=(str(corpus / "affine"),),
         swelego=(str(corpus / "swelego"),),
         catalog=str(corpus / "catalog"),
@@ -229,64 +286,133 @@ def measure(corpus: Path, workdir: Path, workers: int, executor: str, n_profile:
         workers=workers,
         **({"benchmarks": str(bench_dir)} if any(bench_dir.glob("*.jsonl")) else {"no_benchmarks": True}),
     )
-    shutil.rmtree(workdir, ignore_errors=True)
-    for f in corpus_files(corpus):  # warm the page cache: floor and pipeline both read from memory
+
+
+def warm(corpus: Path) -> None:
+    """Read every input file once: floor and pipeline both read from the page cache."""
+    for f in corpus_files(corpus):
         with open(f, "rb") as fh:
             while fh.read(1 << 24):
                 pass
+
+
+def measure_pipeline(corpus: Path, workdir: Path, workers: int, executor: str) -> dict[str, Any]:
+    """The whole pipeline on ``corpus`` in a fresh work dir: wall time, phases, steps, memory."""
+    from pipeline.orchestration.runner import run_pipeline
+
+    cfg = make_config(corpus, workdir, workers, executor)
+    shutil.rmtree(workdir, ignore_errors=True)
+    warm(corpus)
     rss_start = tree_rss(os.getpid())
-    load_before = os.getloadavg()[0]
     with TreeSampler() as sampler:
         t0 = time.perf_counter()
         summary = run_pipeline(cfg, rebuild=True)
         wall = time.perf_counter() - t0
-    res: dict[str, Any] = {
+    shutil.rmtree(workdir, ignore_errors=True)
+    stats = summary.stats or {}
+    return {
         "pipeline_wall": wall,
-        "phases": summary.seconds,
+        "phases": {k: v for k, v in summary.seconds.items() if not k.startswith("unit/")},
+        # per step of process_unit: wall seconds inside the workers, summed over every unit
+        "steps": {k.split("/", 1)[1]: v for k, v in summary.seconds.items() if k.startswith("unit/")},
         "units": summary.units_total,
-        "stats_raw_bytes": summary.stats.get("raw_bytes", 0),
-        "ingested": summary.stats["ingested"]["total"],
-        "published": summary.stats["published"]["total"],
-        "invariant_ok": summary.stats["invariant"]["ok"],
-        "load_avg": [load_before, os.getloadavg()[0]],  # other users of the machine skew timings
+        "stats_raw_bytes": stats.get("raw_bytes", 0),
+        "ingested": stats["ingested"]["total"],
+        "published": stats["published"]["total"],
+        "invariant_ok": stats["invariant"]["ok"],
         "rss_tree_peak": sampler.peak,
         "rss_start": rss_start,
         "maxrss_driver": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "maxrss_worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+        "pipeline_file": pipeline_file(),
     }
+
+
+def measure_floor(corpus: Path, workdir: Path, workers: int, executor: str) -> dict[str, Any]:
+    """The floor over the pipeline's own units, mapped by the same executor."""
+    from pipeline.executors import make_executor
+    from pipeline.orchestration.runner import list_all_units
+
+    cfg = make_config(corpus, workdir, workers, executor)
     units, _ = list_all_units(cfg)
     files = [u.location for u in units]
+    warm(corpus)
     t0 = time.perf_counter()
     floors = make_executor(executor, workers, cfg.ray_address).map(floor_file, files)
-    res["floor_wall"] = time.perf_counter() - t0
-    res["raw_bytes"] = sum(f["raw_bytes"] for f in floors)
-    res["floor_cpu"] = sum(f["seconds"] for f in floors)
-    if n_profile:
-        # the run's own per-step CPU seconds (process_unit times each step), over every unit
-        res["profile"] = {k.split("/", 1)[1]: v for k, v in summary.seconds.items() if k.startswith("unit/")}
-        res["profile_floor"] = res["floor_cpu"]
-        res["profile_raw_bytes"] = res["raw_bytes"]
-        res["profile_units"] = len(units)
-    return res
+    wall = time.perf_counter() - t0
+    return {
+        "floor_wall": wall,
+        "floor_cpu": sum(f["seconds"] for f in floors),  # decode seconds summed over the units
+        "raw_bytes": sum(f["raw_bytes"] for f in floors),
+        "records": sum(f["lines"] for f in floors),
+        "units": len(units),
+    }
 
 
-def run_measure(corpus: Path, workdir: Path, workers: int, executor: str, n_profile: int) -> dict[str, Any]:
-    """``measure`` in a fresh interpreter: clean rusage counters and no state from earlier runs."""
-    out = subprocess.run(
+def measure_workers(corpus: Path, workdir: Path, workers: int, executor: str) -> dict[str, Any]:
+    """Where the driver and the executor's workers import ``pipeline`` from."""
+    from pipeline.executors import make_executor
+
+    cfg = make_config(corpus, workdir, workers, executor)
+    found = make_executor(executor, workers, cfg.ray_address).map(pipeline_file, list(range(2 * workers)))
+    return {"driver": pipeline_file(), "workers": sorted(set(found))}
+
+
+MEASURES = {"pipeline": measure_pipeline, "floor": measure_floor, "workers": measure_workers}
+
+
+def run_child(
+    kind: str, corpus: Path, workdir: Path, workers: int, executor: str, tree: Path = ROOT
+) -> dict[str, Any]:
+    """One measurement in a fresh interpreter that imports ``pipeline`` from ``tree``."""
+    path = [str(tree), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    proc = subprocess.run(
         [
             sys.executable,
             __file__,
             "--_measure",
+            kind,
             str(corpus),
             str(workdir),
             str(workers),
             executor,
-            str(n_profile),
+            str(tree),
         ],
-        check=True,
+        check=False,
         capture_output=True,
+        env=env,
     )
-    return orjson.loads(out.stdout.strip().splitlines()[-1])
+    if proc.returncode != 0:
+        raise SystemExit(f"e2e: the {kind} measurement failed:\n{proc.stderr.decode()[-3000:]}")
+    res: dict[str, Any] = orjson.loads(proc.stdout.strip().splitlines()[-1])
+    return res
+
+
+def check_children(tree: Path, corpus: Path, args: argparse.Namespace) -> None:
+    """Fail loudly unless the driver and every pool worker import ``pipeline`` from ``tree``."""
+    got = run_child("workers", corpus, args.out / "work", args.workers, args.executor, tree)
+    for where in [got["driver"], *got["workers"]]:
+        if not Path(where).is_relative_to(tree.resolve()):
+            raise SystemExit(f"e2e: a measurement of {tree} imported pipeline from {where}")
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def spread(xs: list[float], digits: int = 2) -> str:
+    """``median (min–max)``."""
+    return f"{median(xs):.{digits}f} ({min(xs):.{digits}f}–{max(xs):.{digits}f})"
+
+
+def median_index(xs: list[float]) -> int:
+    """Index of the median value (the lower middle one for an even count)."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    return order[(len(xs) - 1) // 2]
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -296,111 +422,210 @@ def fmt_mb(b: float) -> str:
     return f"{b / MB:,.0f} MB"
 
 
-def report(
-    args: argparse.Namespace, head: tuple[dict, dict], series: list[tuple[float, dict, dict]], command: str
-) -> str:
-    info, m = head
-    total = m["pipeline_wall"]
+PHASES = (
+    ("list", "list units (manifests)"),
+    ("units", "per-unit work (mapped)"),
+    ("dedup", "traj_dedup + commit (driver)"),
+    ("publish", "ledger + publish (driver)"),
+)
+
+
+def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, Any]], command: str) -> str:
+    before = args.before is not None
+    floor = [r["floor"] for r in reps]
+    after = [r["after"] for r in reps]
+    ratio = [a["pipeline_wall"] / f["floor_wall"] for a, f in zip(after, floor, strict=True)]
+    mid = median_index(ratio)
+    m, fm = after[mid], floor[mid]
     lines = [
         "# End-to-end benchmark",
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; executor `{args.executor}`, "
-        f"{args.workers} workers. Corpus: `trajpipe synth --runs {info['runs']} --epochs {info['epochs']} "
-        f"--seed {info['seed']}` = {info['records']:,} records in {info['files']} files, "
-        f"{fmt_mb(m['raw_bytes'])} of raw JSON. Page cache warm for both measurements.",
+        f"Machine: {os.cpu_count()} cores (shared with other jobs), Python {sys.version.split()[0]}; "
+        f"executor `{args.executor}`, {args.workers} workers. Corpus: `trajpipe synth --runs {info['runs']} "
+        f"--epochs {info['epochs']} --seed {info['seed']}` = {info['records']:,} records in {info['files']} "
+        f"files, {fmt_mb(fm['raw_bytes'])} of raw JSON. Page cache warm for every measurement.",
         "",
         "## Pipeline against the floor",
         "",
         "Floor = gzip decompression + `orjson.loads` of every record of the same files, mapped by the "
-        "same executor over the same units.",
+        "same executor over the same units. "
+        f"{len(reps)} reps, interleaved: each rep runs "
+        + (
+            "the pipeline, the floor and the pipeline of the *before* revision "
+            if before
+            else "the pipeline and the floor "
+        )
+        + "back to back, each in a fresh child process, so a burst of load from other jobs hits "
+        "both sides of a ratio alike. Load = the machine's 1-min load average before → after the rep "
+        f"({os.cpu_count()} cores: above {os.cpu_count()} other processes competed for the CPU).",
         "",
-        "| | seconds | raw MB/s | runs/s | × floor |",
-        "|---|---:|---:|---:|---:|",
-        f"| floor (decode only) | {m['floor_wall']:.1f} | {m['raw_bytes'] / MB / m['floor_wall']:.1f} | "
-        f"{m['ingested'] / m['floor_wall']:,.0f} | 1.00 |",
     ]
-    for phase, label in (
-        ("list", "list units (manifests)"),
-        ("units", "per-unit work (mapped)"),
-        ("dedup", "traj_dedup + commit (driver)"),
-        ("publish", "ledger + publish (driver)"),
-    ):
-        s = m["phases"].get(phase, 0.0)
-        lines.append(f"| {label} | {s:.1f} | | | {s / m['floor_wall']:.2f} |")
-    lines.append(
-        f"| **whole pipeline** | **{total:.1f}** | **{m['raw_bytes'] / MB / total:.1f}** | "
-        f"**{m['ingested'] / total:,.0f}** | **{total / m['floor_wall']:.2f}** |"
-    )
-    goal = total / m["floor_wall"] <= 4
+    head = "| rep | pipeline s | floor s | pipeline ÷ floor |"
+    rule = "|---|---:|---:|---:|"
+    if before:
+        head += " before s | before ÷ floor | speed-up (before ÷ after) |"
+        rule += "---:|---:|---:|"
+    lines += [head + " load |", rule + "---|"]
+    for i, r in enumerate(reps):
+        row = f"| {i + 1} | {r['after']['pipeline_wall']:.1f} | {r['floor']['floor_wall']:.1f} | {ratio[i]:.2f} |"
+        if before:
+            b = r["before"]["pipeline_wall"]
+            row += f" {b:.1f} | {b / r['floor']['floor_wall']:.2f} | {b / r['after']['pipeline_wall']:.2f} |"
+        lines.append(row + f" {r['load'][0]:.1f} → {r['load'][1]:.1f} |")
+    goal = median(ratio) <= 4
     lines += [
         "",
-        f"Goal: whole pipeline within 4× of the floor: **{'met' if goal else 'NOT met'}** "
-        f"({total / m['floor_wall']:.2f}×). {m['ingested']:,} runs ingested, {m['published']:,} published, "
-        f"invariant {'ok' if m['invariant_ok'] else 'BROKEN'}. Peak RSS: process tree "
-        f"{fmt_mb(m['rss_tree_peak'])}, driver {fmt_mb(m['maxrss_driver'])}, largest worker "
-        f"{fmt_mb(m['maxrss_worker'])}. 1-min load average before/after the pipeline: "
-        f"{m['load_avg'][0]:.1f} / {m['load_avg'][1]:.1f} (2 cores; above 2 means other processes "
-        "competed for the CPU).",
+        f"**Whole pipeline ÷ floor: {spread(ratio)}** (median (min–max) over {len(reps)} reps). "
+        f"Goal ≤ 4× the floor: **{'met' if goal else 'NOT met'}**.",
     ]
-    if "profile" in m:
-        pf = m["profile_floor"]
-        prof_total = sum(m["profile"].values())
+    if before:
+        bratio = [r["before"]["pipeline_wall"] / r["floor"]["floor_wall"] for r in reps]
+        speed = [r["before"]["pipeline_wall"] / r["after"]["pipeline_wall"] for r in reps]
         lines += [
             "",
-            f"### Per-unit steps ({m['profile_units']} units, {fmt_mb(m['profile_raw_bytes'])} raw)",
-            "",
-            "CPU seconds per step of `process_unit`, summed over every unit of the run above; × floor is "
-            "against the floor's CPU seconds over the same units.",
-            "",
-            "| step | seconds | share | × floor |",
-            "|---|---:|---:|---:|",
+            f"Before (`{args.before}` = {args.before_sha[:10]}): {spread(bratio)} × the floor; "
+            f"speed-up of this tree over it (before ÷ after, per rep): **{spread(speed)}×**.",
         ]
-        for name, s in m["profile"].items():
-            lines.append(f"| {name} | {s:.2f} | {s / prof_total:.0%} | {s / pf:.2f} |")
-        lines.append(f"| **per-unit total** | **{prof_total:.2f}** | 100% | **{prof_total / pf:.2f}** |")
-        lines.append(f"| (floor, CPU seconds) | {pf:.2f} | | 1.00 |")
-    if series:
-        base = series[0]
+    lines += [
+        "",
+        f"Median rep ({mid + 1}): {m['ingested']:,} runs ingested, {m['published']:,} published, invariant "
+        f"{'ok' if m['invariant_ok'] else 'BROKEN'}; {m['ingested'] / m['pipeline_wall']:,.0f} runs/s, "
+        f"{fm['raw_bytes'] / MB / m['pipeline_wall']:.1f} raw MB/s (floor "
+        f"{fm['raw_bytes'] / MB / fm['floor_wall']:.1f}). Peak RSS: process tree {fmt_mb(m['rss_tree_peak'])}, "
+        f"driver {fmt_mb(m['maxrss_driver'])}, largest worker {fmt_mb(m['maxrss_worker'])}.",
+        "",
+        "### Driver phases (median rep)",
+        "",
+        "Wall seconds of the driver's phases; × floor is against the same rep's floor wall time.",
+        "",
+    ]
+    bm = reps[median_index(bratio)]["before"] if before else None
+    bf = reps[median_index(bratio)]["floor"] if before else None
+    if before:
+        lines += ["| phase | before s | × floor | after s | × floor |", "|---|---:|---:|---:|---:|"]
+    else:
+        lines += ["| phase | seconds | × floor |", "|---|---:|---:|"]
+    for phase, label in [*PHASES, ("", "**whole pipeline**")]:
+        s = m["phases"].get(phase, 0.0) if phase else m["pipeline_wall"]
+        cells = f"{s:.1f} | {s / fm['floor_wall']:.2f}"
+        if bm is not None and bf is not None:
+            b = bm["phases"].get(phase, 0.0) if phase else bm["pipeline_wall"]
+            cells = f"{b:.1f} | {b / bf['floor_wall']:.2f} | " + cells
+        lines.append(f"| {label} | {cells} |")
+    floor_row = f"{fm['floor_wall']:.1f} | 1.00"
+    if bf is not None:
+        floor_row = f"{bf['floor_wall']:.1f} | 1.00 | " + floor_row
+    lines.append(f"| floor (decode only) | {floor_row} |")
+    lines += [
+        "",
+        f"### Per-unit steps (median rep, {fm['units']} units)",
+        "",
+        "Seconds per step of `process_unit` (wall time inside the worker, so CPU time while the "
+        "workers do not wait), summed over every unit of the run; × floor is against the floor's decode "
+        "seconds summed over the same units in the same rep.",
+        "",
+    ]
+    steps = list(m["steps"])
+    if bm is not None and bf is not None:
+        steps += [s for s in bm["steps"] if s not in steps]
         lines += [
-            "",
-            "## Scaling",
-            "",
-            "| scale | raw JSON | runs | pipeline s | s per raw GB | time vs linear | peak RSS tree "
-            "| peak RSS driver | peak RSS worker | load avg |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| step | before s | × floor | after s | × floor | speed-up (before ÷ after) |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
-        for scale, _info, s in series:
-            linear = base[2]["pipeline_wall"] * s["raw_bytes"] / base[2]["raw_bytes"]
+    else:
+        lines += ["| step | seconds | share | × floor |", "|---|---:|---:|---:|"]
+    total = sum(m["steps"].values())
+    for name in steps:
+        s = m["steps"].get(name)
+        if bm is not None and bf is not None:
+            b = bm["steps"].get(name)
             lines.append(
-                f"| {scale:g}× | {fmt_mb(s['raw_bytes'])} | {s['ingested']:,} | {s['pipeline_wall']:.1f} | "
-                f"{s['pipeline_wall'] / (s['raw_bytes'] / 1e9):.1f} | {s['pipeline_wall'] / linear:.2f} | "
-                f"{fmt_mb(s['rss_tree_peak'])} | {fmt_mb(s['maxrss_driver'])} | {fmt_mb(s['maxrss_worker'])} | "
-                f"{s['load_avg'][0]:.1f}–{s['load_avg'][1]:.1f} |"
+                f"| {name} | {_cell(b)} | {_cell(b, bf['floor_cpu'])} | {_cell(s)} | {_cell(s, fm['floor_cpu'])} "
+                f"| {_cell(b, s) if s else '–'} |"
             )
-        last = series[-1][2]
-        growth = last["pipeline_wall"] / (base[2]["pipeline_wall"] * last["raw_bytes"] / base[2]["raw_bytes"])
-        mem = last["rss_tree_peak"] / base[2]["rss_tree_peak"]
+        else:
+            lines.append(f"| {name} | {s:.2f} | {s / total:.0%} | {s / fm['floor_cpu']:.2f} |")
+    if bm is not None and bf is not None:
+        btotal = sum(bm["steps"].values())
         lines += [
-            "",
-            f"Goal: time within 1.15× of linear from {base[0]:g}× to {series[-1][0]:g}×: "
-            f"**{'met' if growth <= 1.15 else 'NOT met'}** ({growth:.2f}×). "
-            f"Goal: peak memory flat: tree peak grew {mem:.2f}× for "
-            f"{last['raw_bytes'] / base[2]['raw_bytes']:.1f}× the input "
-            f"(**{'met' if mem <= 1.15 else 'NOT met'}**, flat taken as ≤ 1.15×).",
-            "",
-            "Time vs linear = pipeline seconds ÷ (smallest run's seconds × raw-size ratio). "
-            "Peak RSS tree = largest sampled sum over the driver and all its worker processes "
-            "(/proc every 0.2 s), so a lower bound that can miss a short spike; driver and worker = `getrusage` maxima (exact).",
+            f"| **per-unit total** | **{btotal:.2f}** | **{btotal / bf['floor_cpu']:.2f}** | **{total:.2f}** "
+            f"| **{total / fm['floor_cpu']:.2f}** | **{btotal / total:.2f}** |",
+            f"| (floor, decode s) | {bf['floor_cpu']:.2f} | 1.00 | {fm['floor_cpu']:.2f} | 1.00 | |",
         ]
+    else:
+        lines += [
+            f"| **per-unit total** | **{total:.2f}** | 100% | **{total / fm['floor_cpu']:.2f}** |",
+            f"| (floor, decode s) | {fm['floor_cpu']:.2f} | | 1.00 |",
+        ]
+    lines += scaling(args, reps)
     return "\n".join(lines) + "\n"
+
+
+def _cell(x: float | None, per: float | None = None) -> str:
+    if x is None:
+        return "–"
+    return f"{x / per:.2f}" if per is not None else f"{x:.2f}"
+
+
+def scaling(args: argparse.Namespace, reps: list[dict[str, Any]]) -> list[str]:
+    """The scaling series: per scale the median rep, then growth per rep as median (min–max)."""
+    scales = list(reps[0]["scales"])
+    if len(scales) < 2:
+        return []
+    lines = [
+        "",
+        "## Scaling",
+        "",
+        "Every scale is measured in every rep (interleaved with the runs above); the row shows the "
+        "rep with the median time, the goals use the per-rep ratios.",
+        "",
+        "| scale | raw JSON | runs | pipeline s, median (min–max) | s per raw GB | peak RSS tree "
+        "| peak RSS driver | peak RSS worker |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in scales:
+        runs = [r["scales"][s] for r in reps]
+        walls = [x["pipeline_wall"] for x in runs]
+        x = runs[median_index(walls)]
+        lines.append(
+            f"| {float(s):g}× | {fmt_mb(x['stats_raw_bytes'])} | {x['ingested']:,} | {spread(walls, 1)} | "
+            f"{x['pipeline_wall'] / (x['stats_raw_bytes'] / 1e9):.1f} | {fmt_mb(x['rss_tree_peak'])} | "
+            f"{fmt_mb(x['maxrss_driver'])} | {fmt_mb(x['maxrss_worker'])} |"
+        )
+    lo, hi = scales[0], scales[-1]
+    growth, mem = [], []
+    for r in reps:
+        a, b = r["scales"][lo], r["scales"][hi]
+        size = b["stats_raw_bytes"] / a["stats_raw_bytes"]
+        growth.append(b["pipeline_wall"] / (a["pipeline_wall"] * size))
+        mem.append(b["rss_tree_peak"] / a["rss_tree_peak"])
+    size = reps[0]["scales"][hi]["stats_raw_bytes"] / reps[0]["scales"][lo]["stats_raw_bytes"]
+    lines += [
+        "",
+        f"Time vs linear from {float(lo):g}× to {float(hi):g}× ({size:.1f}× the input) = "
+        f"pipeline seconds ÷ (the {float(lo):g}× seconds × raw-size ratio), per rep: **{spread(growth)}**; "
+        f"goal within 1.15× of linear: **{'met' if median(growth) <= 1.15 else 'NOT met'}**. "
+        f"Peak RSS of the process tree grew **{spread(mem)}×** "
+        f"(goal ≤ 1.3× from 1× to 8×: **{'met' if median(mem) <= 1.3 else 'NOT met'}** over this "
+        f"{size:.1f}× range; `bench/memory.py` measures the 1×→8× series).",
+        "",
+        "Peak RSS tree = largest sampled sum over the driver and all its worker processes "
+        "(/proc every 0.2 s), so a lower bound that can miss a short spike; driver and worker = "
+        "`getrusage` maxima (exact).",
+    ]
+    return lines
+
+
+# -- driver ------------------------------------------------------------------------------------
 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--_measure"]:
-        corpus, workdir, workers, executor, n_profile = argv[1:6]
-        res = measure(Path(corpus), Path(workdir), int(workers), executor, int(n_profile))
+        kind, corpus, workdir, workers, executor, tree = argv[1:7]
+        use_tree(Path(tree))
+        res = MEASURES[kind](Path(corpus), Path(workdir), int(workers), executor)
         sys.stdout.write(orjson.dumps(res).decode() + "\n")
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -409,43 +634,81 @@ def main(argv: list[str]) -> None:
     ap.add_argument(
         "--scale-base-gb", type=float, default=None, help="base of the scaling series (default: --size-gb)"
     )
+    ap.add_argument("--reps", type=int, default=3, help="interleaved reps (ratios: median (min–max))")
+    ap.add_argument("--before", default=None, metavar="REV", help="also measure git revision REV")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--executor", default="local", choices=["local", "ray"])
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--profile-units", type=int, default=8, help="units timed step by step (0: skip)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "e2e.md")
     args = ap.parse_args(argv)
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
     command = "python bench/e2e.py " + " ".join(argv) if argv else "python bench/e2e.py"
     args.out.mkdir(parents=True, exist_ok=True)
 
-    def run_at(gb: float, n_profile: int) -> tuple[dict, dict]:
-        corpus, info = ensure_corpus(args.out, gb * 1e9, args.epochs, args.seed)
-        print(
-            f"measuring {corpus.name}: {info['raw_bytes'] / MB:,.0f} MB raw ...", file=sys.stderr, flush=True
-        )
-        m = run_measure(corpus, args.out / "work", args.workers, args.executor, n_profile)
-        print(
-            f"  pipeline {m['pipeline_wall']:.1f}s, floor {m['floor_wall']:.1f}s, "
-            f"tree peak {m['rss_tree_peak'] / MB:,.0f} MB",
-            file=sys.stderr,
-            flush=True,
-        )
-        return info, m
-
-    head = run_at(args.size_gb, args.profile_units)
-    series: list[tuple[float, dict, dict]] = []
+    # every corpus first (generation is not interleaved with the measurements)
+    head, info = ensure_corpus(args.out, args.size_gb * 1e9, args.epochs, args.seed)
     base_gb = args.scale_base_gb or args.size_gb
+    series: dict[str, Path] = {}
     for s in [float(x) for x in args.scales.split(",") if x.strip()]:
-        if math.isclose(base_gb * s, args.size_gb):
-            series.append((s, *head))
-        else:
-            series.append((s, *run_at(base_gb * s, 0)))
-    text = report(args, head, series, command)
+        series[f"{s:g}"] = (
+            head
+            if math.isclose(base_gb * s, args.size_gb)
+            else ensure_corpus(args.out, base_gb * s * 1e9, args.epochs, args.seed)[0]
+        )
+    trees = {"after": ROOT}
+    if args.before is not None:
+        trees["before"], args.before_sha = export_tree(args.before, args.out)
+    work = args.out / "work"
+    # which code runs (driver and pool workers), then one untimed run per tree on the small
+    # calibration corpus: numba's on-disk caches and the OS's file caches are warm for every rep
+    calib = args.out / f"calib-e{args.epochs}-s{args.seed}"
+    synth_corpus(calib, 60, args.epochs, args.seed)
+    for tree in trees.values():
+        check_children(tree, head, args)
+        run_child("pipeline", calib, work, args.workers, args.executor, tree)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    say(f"measuring {head.name}: {info['raw_bytes'] / MB:,.0f} MB raw, {args.reps} reps")
+    reps: list[dict[str, Any]] = []
+    for i in range(args.reps):
+        rep: dict[str, Any] = {"load": [os.getloadavg()[0]]}
+        # the floor sits between the two pipelines; before and after swap places every rep
+        order = ["after", "floor", "before"] if i % 2 == 0 else ["before", "floor", "after"]
+        for what in order:
+            if what == "floor":
+                rep["floor"] = run_child("floor", head, work, args.workers, args.executor)
+            elif what in trees:
+                rep[what] = run_child("pipeline", head, work, args.workers, args.executor, trees[what])
+        rep["scales"] = {
+            s: rep["after"]
+            if corpus == head
+            else run_child("pipeline", corpus, work, args.workers, args.executor)
+            for s, corpus in series.items()
+        }
+        rep["load"].append(os.getloadavg()[0])
+        reps.append(rep)
+        msg = (
+            f"  rep {i + 1}: pipeline {rep['after']['pipeline_wall']:.1f}s, floor {rep['floor']['floor_wall']:.1f}s "
+            f"({rep['after']['pipeline_wall'] / rep['floor']['floor_wall']:.2f}×)"
+        )
+        if "before" in rep:
+            msg += f", before {rep['before']['pipeline_wall']:.1f}s"
+        say(msg + f", load {rep['load'][0]:.1f} → {rep['load'][1]:.1f}")
+    text = report(args, info, reps, command)
     sys.stdout.write(text)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(text)
+    args.results.with_suffix(".json").write_bytes(
+        orjson.dumps(
+            {"command": command, "corpus": info, "before": getattr(args, "before_sha", None), "reps": reps},
+            option=orjson.OPT_INDENT_2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -90,11 +90,19 @@ class SecretPattern:
     regex: str  # shared Python/Rust syntax; group ``s`` is the secret
     trigger: str  # a cheap Rust regex that every match of ``regex`` also matches (pre-filter)
     validate: Callable[[str], bool] | None = None
+    # A Rust regex that every text in which ``trigger`` and ``regex`` both match *in Python* also
+    # matches (see PREFILTER): ``regex`` relaxed, never tightened (boundaries dropped, counts cut to
+    # their minimum, Python's extra ``\s`` and ``(?i)`` matches spelled out).
+    prefilter: str = ""
 
     def compiled(self) -> re.Pattern[str]:
         return re.compile(self.regex)
 
 
+# Python's ``\s`` also matches U+001C-U+001F and its ``(?i)i`` also matches İ and ı; Rust's do not
+# (tests/test_scrub_prefilter.py checks both over every code point). A prefilter spells them out.
+_WS = r"[\s\x1c-\x1f]"
+_I = "[iIİı]"
 _B = r"(?:^|[^A-Za-z0-9_\-])"
 _SECRET_NAMES = r"(?:API_?KEY|SECRET_?KEY|SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_?KEY|PRIVATE_?KEY|AUTH_?KEY)"  # left boundary without lookbehind (kept outside the redacted group)
 
@@ -149,46 +157,58 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)"
         r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)",
         r"PRIVATE KEY",
+        prefilter=r"PRIVATE KEY",
     ),
     SecretPattern(
         "private_key",
         r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
         r"PRIVATE KEY",
+        prefilter=r"PRIVATE KEY",
     ),
     # PuTTY keys: the whole file (header to MAC), or its private lines when the end was cut off.
     SecretPattern(
         "private_key",
         r"(?P<s>PuTTY-User-Key-File-[0-9]:(?s:.*?)Private-(?:MAC|Hash):\s*[0-9A-Fa-f]+)",
         r"PuTTY-User-Key-File",
+        prefilter=r"PuTTY-User-Key-File-[0-9]:",
     ),
     SecretPattern(
         "private_key",
         r"(?P<s>Private-Lines:\s*[0-9]+(?:[\s\\n\"]*[A-Za-z0-9+/=]{16,})+)",
         r"Private-Lines:",
+        prefilter=r"Private-Lines:",
     ),
     SecretPattern(
         "anthropic_key",
         _B + r"(?P<s>sk-ant-(?:api|admin|sid|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{32,})",
         r"\bsk-ant-",
+        prefilter=r"sk-ant-(?:api|admin|sid|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{32}",
     ),
     SecretPattern(
         "openai_key",
         _B + r"(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"
         r"|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}|sk-[A-Za-z0-9]{48})(?:[^A-Za-z0-9_\-]|$)",
         r"\bsk-",
+        prefilter=r"sk-[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40}"
+        r"|sk-[A-Za-z0-9]{48}",
     ),
     SecretPattern(
         "github_token",
         r"(?P<s>gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
         r"gh[pousr]_|github_pat_",
+        prefilter=r"gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}",
     ),
     SecretPattern(
-        "gitlab_token", r"(?P<s>gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,})", r"gl[a-z]{1,3}t-"
+        "gitlab_token",
+        r"(?P<s>gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20,})",
+        r"gl[a-z]{1,3}t-",
+        prefilter=r"gl(?:pat|dt|ptt|rt|cbt|oas|soat)-[A-Za-z0-9_\-]{20}",
     ),
     SecretPattern(
         "aws_access_key",
         _B + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)",
         r"A(?:KIA|SIA|BIA|CCA|3T)",
+        prefilter=r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}",
     ),
     SecretPattern(
         "aws_secret_key",
@@ -196,27 +216,49 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)",
         r"(?i:aws_?secret|secret_?access_?key)",
         _not_hex_only,
+        prefilter=r"(?i:aws_?secret(?:_?access)?_?key|aws_?secret|secret_?access_?key)[\"']?"
+        + f"{_WS}*[:=]{_WS}*"
+        + r"[\"']?[A-Za-z0-9/+]{40}",
     ),
-    SecretPattern("gcp_api_key", r"(?P<s>AIza[0-9A-Za-z_\-]{35})", r"AIza"),
+    SecretPattern(
+        "gcp_api_key", r"(?P<s>AIza[0-9A-Za-z_\-]{35})", r"AIza", prefilter=r"AIza[0-9A-Za-z_\-]{35}"
+    ),
     SecretPattern(
         "azure_key",
         r"(?:AccountKey=|SharedAccessKey=)(?P<s>[A-Za-z0-9+/]{43,86}={0,2})"
         r"|" + _B + r"(?P<s2>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})"
         r"|(?i:azure[a-z_]*(?:key|secret))[\"']?\s*[:=]\s*[\"']?(?P<s3>[A-Za-z0-9+/=_~.\-]{32,})",
         r"AccountKey=|SharedAccessKey=|[0-9]Q~|(?i:azure[a-z_]*(?:key|secret))",
+        prefilter=r"(?:AccountKey=|SharedAccessKey=)[A-Za-z0-9+/]{43}|[0-9]Q~[A-Za-z0-9_~.\-]{31}"
+        + f"|(?i:azure[a-z_İı]*(?:key|secret))[\"']?{_WS}*[:=]{_WS}*"
+        + r"[\"']?[A-Za-z0-9+/=_~.\-]{32}",
     ),
-    SecretPattern("hf_token", _B + r"(?P<s>hf_[A-Za-z0-9]{34,40})(?:[^A-Za-z0-9_]|$)", r"\bhf_", _mixed),
+    SecretPattern(
+        "hf_token",
+        _B + r"(?P<s>hf_[A-Za-z0-9]{34,40})(?:[^A-Za-z0-9_]|$)",
+        r"\bhf_",
+        _mixed,
+        prefilter=r"hf_[A-Za-z0-9]{34}",
+    ),
     SecretPattern(
         "slack_token",
         r"(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}"
         r"|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
         r"xox[abposre]-|xapp-|hooks\.slack\.com",
+        prefilter=r"xox[abposre]-[A-Za-z0-9\-]{10}|xapp-[0-9]-[A-Za-z0-9\-]{10}"
+        r"|https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]",
     ),
-    SecretPattern("stripe_key", r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})", r"[sr]k_(?:live|test)_"),
+    SecretPattern(
+        "stripe_key",
+        r"(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})",
+        r"[sr]k_(?:live|test)_",
+        prefilter=r"[sr]k_(?:live|test)_[A-Za-z0-9]{16}",
+    ),
     SecretPattern(
         "jwt",
         r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})",
         r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ",
+        prefilter=r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8}",
     ),
     # HTTP credentials in a header (curl -H, requests headers=, a logged request): Basic, Bearer, token.
     SecretPattern(
@@ -225,6 +267,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?P<s>[A-Za-z0-9._~+/\-]{8,}=*)",
         r"(?i:authorization)",
         _real_value,
+        prefilter=f"(?i:author{_I}zat{_I}on)[\"']?{_WS}*[:=]{_WS}*[\"']?"
+        + f"(?i:bas{_I}c|bearer|token|d{_I}gest){_WS}+"
+        + r"[A-Za-z0-9._~+/\-]{8}",
     ),
     # scheme://user:password@host — the password must not start like a reference (${X}, $X, <...>);
     # a percent-encoded one (%40...) is a password (``%VAR%`` is left to the placeholder check).
@@ -233,6 +278,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>]+:(?P<s>[^\s@/\"'<>${][^\s@/\"'<>]*)@[A-Za-z0-9.\-\[]",
         r"://[^\s:/@\"'<>]+:[^\s@/\"'<>]+@",
         lambda v: not _PLACEHOLDER_WORDS.match(v),
+        prefilter=r"[A-Za-z0-9+.\-]://[^\s:/@\"'<>]+:[^\s@/\"'<>${][^\s@/\"'<>]*@[A-Za-z0-9.\-\[]",
     ),
     # .env / shell assignments of secret-named variables: NAME=value (no spaces around '=', which keeps
     # Python source such as ``SECRET_KEY = "..."`` in a repository's settings out of it).
@@ -243,6 +289,7 @@ PATTERNS: tuple[SecretPattern, ...] = (
         + r")=[\"']?(?P<s>[^\s\"'$<`;&|]{8,})",
         "(?i:" + _SECRET_NAMES + ")=",
         _real_value,
+        prefilter="(?i:" + _SECRET_NAMES.replace("I", _I) + r")=[\"']?[^\s\"'$<`;&|]{8}",
     ),
     # a token hidden in base64 (``echo Z2hwX… | base64 -d``, a Basic header built by hand): the run is
     # decoded and redacted whole when what it encodes holds a secret of another kind
@@ -258,16 +305,23 @@ PATTERNS = tuple(
     SecretPattern(
         p.kind,
         p.regex,
-        "|".join(re.escape(f) for pre in _ENCODED_PREFIXES for f in _base64_forms(pre)),
+        trigger := "|".join(re.escape(f) for pre in _ENCODED_PREFIXES for f in _base64_forms(pre)),
         p.validate,
+        prefilter=trigger,  # the pattern runs only where its trigger matches: literals, same in Rust
     )
     if p.kind == "encoded_secret"
     else p
     for p in PATTERNS
 )
 
-# One Rust regex that every secret-bearing string matches: the polars pre-filter.
+# One Rust regex that every string the scrub has ever searched matches (kept: which strings are searched
+# is part of the output; a Unicode ``\b`` makes it slow over whole columns, so it is only run on the
+# few strings PREFILTER keeps).
 TRIGGER: str = "|".join(f"(?:{p.trigger})" for p in PATTERNS)
+# One Rust regex that every string in which :func:`find_secrets` can find anything matches: if no
+# pattern has a match in a text, nothing is replaced and every pattern sees the text as it is. Much
+# tighter than TRIGGER (``token=None`` in source code is no candidate) and fast over whole columns.
+PREFILTER: str = "|".join(f"(?:{p.prefilter})" for p in PATTERNS)
 
 _COMPILED: tuple[tuple[SecretPattern, re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (p, p.compiled(), re.compile(p.trigger)) for p in PATTERNS

@@ -30,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.convert.render import render_instance, render_reply, submission_of
-from pipeline.reference.secrets import TRIGGER, find_secrets, redact
+from pipeline.reference.secrets import PREFILTER, TRIGGER, find_secrets, redact
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, PUBLISHED, empty
 
@@ -43,18 +43,23 @@ TEXT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _hit(e: pl.Expr) -> pl.Expr:
-    return e.str.contains(TRIGGER).fill_null(False)
+def _hit(e: pl.Expr, pattern: str = TRIGGER) -> pl.Expr:
+    return e.str.contains(pattern).fill_null(False)
 
 
-def string_flags(batch: pl.DataFrame) -> pl.DataFrame:
-    """Per string, does the secret pre-filter match (cheap, vectorised Rust regex over whole columns)."""
+def string_flags(batch: pl.DataFrame, pattern: str = TRIGGER) -> pl.DataFrame:
+    """Per string, does ``pattern`` match (cheap, vectorised Rust regex over whole columns)."""
     return batch.select(
-        pl.col("commands").list.eval(_hit(pl.element())).alias("cf"),
-        pl.col("outputs").list.eval(_hit(pl.element())).alias("of"),
-        pl.col("messages").list.eval(_hit(pl.element().struct.field("content"))).alias("mf"),
-        pl.concat_list([_hit(pl.col(c)) for c in TEXT_COLUMNS if c in batch.columns]).alias("tf"),
+        pl.col("commands").list.eval(_hit(pl.element(), pattern)).alias("cf"),
+        pl.col("outputs").list.eval(_hit(pl.element(), pattern)).alias("of"),
+        pl.col("messages").list.eval(_hit(pl.element().struct.field("content"), pattern)).alias("mf"),
+        pl.concat_list([_hit(pl.col(c), pattern) for c in TEXT_COLUMNS if c in batch.columns]).alias("tf"),
     )
+
+
+def _both(a: dict[str, list[bool] | None], b: dict[str, list[bool] | None]) -> dict[str, list[bool]]:
+    """Per string, ``a and b`` (two :func:`string_flags` rows of the same run)."""
+    return {k: [bool(x) and bool(y) for x, y in zip(a[k] or [], b[k] or [], strict=True)] for k in a}
 
 
 def _rerender(
@@ -192,21 +197,35 @@ class Scrub(Stage):
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
-        flags = string_flags(batch)
+        # Candidates first (PREFILTER: tight and fast over whole columns), then on those few strings
+        # the trigger that decides which strings are searched at all (slow: Unicode word boundaries).
+        flags = string_flags(batch, PREFILTER)
         mask = flags.select(pl.any_horizontal(pl.all().list.any().fill_null(False)))[:, 0]
         if not mask.any():
             return StageOutput(batch, empty(DROPS), counters)
         idx = mask.arg_true()
-        new_rows = []
-        for row, fl in zip(batch[idx].iter_rows(named=True), flags[idx].iter_rows(named=True), strict=True):
-            new, c = scrub_row(row, fl)
-            new_rows.append(new)
-            counters.update(c)
+        cand = batch[idx]
+        exact = string_flags(cand, TRIGGER)
+        new_rows, at = [], []
+        for i, row, pre, trig in zip(
+            idx,
+            cand.iter_rows(named=True),
+            flags[idx].iter_rows(named=True),
+            exact.iter_rows(named=True),
+            strict=True,
+        ):
+            new, c = scrub_row(row, _both(pre, trig))
+            if c:  # a row where nothing was found is the row itself
+                new_rows.append(new)
+                at.append(i)
+                counters.update(c)
+        if not new_rows:
+            return StageOutput(batch, empty(DROPS), counters)
         replaced = pl.DataFrame(new_rows, schema=batch.schema)
         # Put the rewritten rows back in place: order of the batch is preserved.
         kept = (
             batch.with_row_index("__i")
-            .update(replaced.with_columns(pl.Series("__i", idx, dtype=pl.UInt32)), on="__i")
+            .update(replaced.with_columns(pl.Series("__i", at, dtype=pl.UInt32)), on="__i")
             .drop("__i")
         )
         return StageOutput(kept, empty(DROPS), counters)
