@@ -13,9 +13,9 @@
   only 8-grams that occur in at most ``MAX_GRAM_DF`` statements so issue-template boilerplate
   ("Describe the bug ... Expected behavior") matches nothing.
 
-Per batch, every distinct line is stored, tokenised and normalised once (:class:`BatchLines`: agents
-print the same files and logs again and again); n-grams are hashed (numpy) only over windows of
-statement-vocabulary tokens and looked up through a bitmap before the exact sorted-array check.
+Per batch, one compiled pass over the run texts (:mod:`pipeline.leaks.scan`) finds the statement
+n-grams (tokenise, rolling n-gram hash over windows of statement-vocabulary tokens, bitmap probe,
+exact check) and the few lines the id and gold-patch rules must read; those rules run on them only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipeline.dedup.hashing import LINE_SEED
-from pipeline.leaks.ngrams import bitmap, gram_hashes, gram_starts, is_in_sorted, maybe_in, token_hashes
+from pipeline.dedup.hashing import LINE_SEED, MIN_DISTINCTIVE_CHARS
+from pipeline.leaks.ngrams import bloom, gram_hashes, gram_starts, hash_set, hash_strings, token_hashes
+from pipeline.leaks.scan import GOLD_LINE, ID_LINE, KEY_WORDS, NEVER, PLUS_LINE, STMT_WORDS, ScanIndex
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
 
 GOLD_MIN_LINES = 3
@@ -48,60 +49,6 @@ def repo_key(repo: str) -> str:
     return re.split(r"\.[0-9a-f]{8}$", r)[0].lower()
 
 
-TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are concatenated
-
-
-@dataclass
-class BatchLines:
-    """A batch's text as lines, each distinct line stored (and tokenised, normalised) once.
-
-    A run's text is ``task + "\n" + actions + "\n" + outputs``; its lines are the rows of ``doc``,
-    ``part`` and ``lid`` in order; ``lid`` points into ``distinct``. Agents print the same files, test
-    logs and listings again and again, so a batch has ~3x fewer distinct lines than lines, and no
-    rule here looks across a line break except the statement n-grams, which are rebuilt from per-line
-    tokens (a line break is never part of a word, so tokens never cross one).
-    """
-
-    doc: np.ndarray  # u32 run index per line
-    part: np.ndarray  # i8 TASK / ACTIONS / OUTPUTS per line
-    lid: np.ndarray  # u32 distinct-line index per line
-    distinct: pl.Series  # the distinct lines
-
-    @classmethod
-    def of(cls, texts: pl.DataFrame) -> BatchLines:
-        lines = (
-            texts.select(
-                pl.concat_list("task", "actions", "outputs").alias("x"),
-                pl.lit([TASK, ACTIONS, OUTPUTS], dtype=pl.List(pl.Int8)).alias("part"),
-            )
-            .with_row_index("doc")
-            .explode("x", "part")
-            .with_columns(pl.col("x").str.split("\n"))
-            .explode("x")
-        )
-        distinct = lines.select(pl.col("x").unique(maintain_order=True)).with_row_index("lid")
-        lid = lines.select("x").join(distinct, on="x", how="left", maintain_order="left")["lid"]
-        return cls(lines["doc"].to_numpy(), lines["part"].to_numpy(), lid.to_numpy(), distinct["x"])
-
-    def frame(self, mask: np.ndarray | None = None) -> pl.DataFrame:
-        """(doc, lid) of the lines where ``mask`` holds (all lines when None)."""
-        if mask is None:
-            return pl.DataFrame({"doc": self.doc, "lid": self.lid})
-        return pl.DataFrame({"doc": self.doc[mask], "lid": self.lid[mask]})
-
-    def token_stream(self, vocab_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(doc, token hash, token maybe in the vocabulary bitmap) of every word token of every run in
-        order: each distinct line is tokenised once and its tokens gathered wherever the line occurs."""
-        h, counts = token_hashes(self.distinct)
-        in_vocab = maybe_in(vocab_bits, h)
-        start = np.cumsum(counts) - counts  # first token of each distinct line in ``h``
-        c = counts[self.lid]
-        total = int(c.sum())
-        out_start = np.cumsum(c) - c
-        idx = np.arange(total, dtype=np.int64) + np.repeat(start[self.lid] - out_start, c)
-        return np.repeat(self.doc, c), h[idx], in_vocab[idx]
-
-
 @dataclass
 class BenchmarkIndex:
     """The benchmark instances as lookup tables: ids, gold-patch line hashes, statement n-grams."""
@@ -114,9 +61,7 @@ class BenchmarkIndex:
     small_paths: dict[int, list[str]]  # inst -> files its patch touches
     stmt: pl.DataFrame  # inst, g: statement n-grams kept (df <= MAX_GRAM_DF)
     stmt_total: pl.DataFrame  # inst, total
-    stmt_grams: np.ndarray  # sorted distinct n-gram hashes, for exact membership
-    stmt_bits: np.ndarray  # bitmap of stmt_grams
-    vocab_bits: np.ndarray  # bitmap of the tokens of kept n-grams
+    probe: ScanIndex  # what the compiled scan looks up: statement n-grams, their tokens, gold key runs
 
     @classmethod
     def build(cls, benchmarks: pl.DataFrame) -> BenchmarkIndex:
@@ -150,9 +95,9 @@ class BenchmarkIndex:
             {"inst": [i for i, _ in gold], "x": [x for _, x in gold]},
             schema={"inst": pl.UInt32, "x": pl.Utf8},
         )
-        g = g.select(
-            "inst", norm_lines_expr(pl.lit("+") + pl.col("x")).hash(seed=LINE_SEED).alias("h")
-        ).unique()
+        g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).alias("x"))
+        key_runs, tail_min = gold_keys(g["x"])
+        g = g.select("inst", pl.col("x").hash(seed=LINE_SEED).alias("h")).unique()
         gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
         # an addition (``+line``) in a text that also names the gold patch's file (a printed patch).
@@ -161,19 +106,13 @@ class BenchmarkIndex:
         h, counts = token_hashes(inst["problem_statement"])
         doc = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
         pos = gram_starts(doc, STATEMENT_NGRAM)
-        at = pl.DataFrame({"inst": doc[pos], "g": gram_hashes(h, pos, STATEMENT_NGRAM), "p": pos})
+        at = pl.DataFrame({"inst": doc[pos], "g": gram_hashes(h, pos, STATEMENT_NGRAM)})
         s = at.select("inst", "g").unique()
         df = s.group_by("g").len("df")
         s = s.join(df.filter(pl.col("df") <= MAX_GRAM_DF).select("g"), on="g")
         stmt_total = s.group_by("inst").len("total").filter(pl.col("total") >= STATEMENT_MIN_NGRAMS)
         stmt = s.join(stmt_total.select("inst"), on="inst")
         stmt_grams = stmt["g"].unique().sort().to_numpy()
-        # The tokens of those n-grams: a run's n-gram holding any other token cannot match, so only
-        # windows of vocabulary tokens are hashed and looked up (most windows of code and logs are not).
-        kept = at.join(stmt, on=["inst", "g"], how="semi")["p"].to_numpy()
-        covered = np.zeros(len(h), dtype=bool)
-        for k in range(STATEMENT_NGRAM):
-            covered[kept + k] = True
         return cls(
             inst=inst,
             ids=inst.select("instance_id", "inst"),
@@ -183,10 +122,37 @@ class BenchmarkIndex:
             small_paths={i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p) for i, p in enumerate(patches)},
             stmt=stmt,
             stmt_total=stmt_total,
-            stmt_grams=stmt_grams,
-            stmt_bits=bitmap(stmt_grams),
-            vocab_bits=bitmap(h[covered]),
+            probe=ScanIndex(
+                n=STATEMENT_NGRAM,
+                stmt_bloom=bloom(stmt_grams, STMT_WORDS),
+                stmt_set=hash_set(stmt_grams),
+                key_bloom=bloom(key_runs, KEY_WORDS),
+                key_set=hash_set(key_runs),
+                tail_min=tail_min,
+            ),
         )
+
+
+_RUN = r"[A-Za-z0-9_]+"
+
+
+def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:
+    """(sorted token hashes of each normalised gold line's longest ASCII word run, the scan's ``tail_min``):
+    a raw line normalising to a gold line holds that run as a maximal run (:mod:`pipeline.leaks.scan`).
+    A gold line without such a run is found by the bytes after a line's last run instead."""
+    lines = normed.filter(normed.str.len_chars() >= MIN_DISTINCTIVE_CHARS)
+    runs = (
+        pl.DataFrame({"x": lines})
+        .with_row_index("row")
+        .select("row", pl.col("x").str.extract_all(_RUN).alias("run"))
+        .explode("run")
+        .drop_nulls("run")
+    )
+    longest = runs.sort(pl.col("run").str.len_bytes(), "run", descending=[True, False]).unique(
+        "row", keep="first"
+    )
+    keys = np.unique(hash_strings(longest["run"].str.to_lowercase()))
+    return keys, (MIN_DISTINCTIVE_CHARS if longest.height < lines.len() else int(NEVER))
 
 
 def run_texts(batch: pl.DataFrame) -> pl.DataFrame:
@@ -230,22 +196,15 @@ def _printed_in_patch(text: str, paths: list[str], added: list[str]) -> bool:
     return False
 
 
-def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
-    """(doc, inst, reason, score) of benchmark ids found as tokens (an id never spans a line; every id
-    holds "__")."""
-    distinct = lines.distinct
-    has_id = distinct.str.contains("__", literal=True).to_numpy()
-    id_lines = pl.DataFrame(
-        {
-            "lid": np.flatnonzero(has_id).astype(np.uint32),
-            "tok": distinct.filter(has_id).str.extract_all(ID_TOKEN),
-        }
-    )
+def instance_id_hits(index: BenchmarkIndex, lines: pl.DataFrame) -> pl.DataFrame:
+    """(doc, inst, reason, score) of benchmark ids found as tokens in the scan's candidate ``lines`` (an
+    id never spans a line; every id holds "__", so only ``ID_LINE`` lines are read)."""
     ids = (
-        id_lines.explode("tok")
+        lines.filter((pl.col("flag") & ID_LINE) != 0)
+        .select("doc", pl.col("x").str.extract_all(ID_TOKEN).alias("tok"))
+        .explode("tok")
         .drop_nulls()
         .join(index.ids, left_on="tok", right_on="instance_id")
-        .join(lines.frame(has_id[lines.lid]), on="lid")
         .select("doc", "inst")
         .unique()
     )
@@ -253,26 +212,20 @@ def instance_id_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
 
 
 def gold_patch_hits(
-    index: BenchmarkIndex, lines: BatchLines, texts: pl.DataFrame, batch: pl.DataFrame | None = None
+    index: BenchmarkIndex, lines: pl.DataFrame, texts: pl.DataFrame, batch: pl.DataFrame | None = None
 ) -> list[pl.DataFrame]:
     """Gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
-    Only those lines are normalised: ``+`` lines of task and outputs, every line of the actions."""
-    distinct = lines.distinct
-    raw_plus = (distinct.str.starts_with("+") & ~distinct.str.starts_with("+++")).to_numpy()
-    plus = raw_plus[lines.lid] & (lines.part != ACTIONS)
-    wanted = plus | (lines.part == ACTIONS)
-    need = np.unique(lines.lid[wanted])
+    Only the scan's ``GOLD_LINE`` candidates (``+`` lines of task and outputs, lines of the actions
+    that may be a gold line) are normalised."""
     normed = (
-        pl.DataFrame({"lid": need.astype(np.uint32), "x": distinct.gather(need)})
-        .with_columns(norm_lines_expr(pl.col("x")).alias("x"))
+        lines.filter((pl.col("flag") & GOLD_LINE) != 0)
+        .select("doc", "flag", norm_lines_expr(pl.col("x")).alias("x"))
         .filter(pl.col("x").str.len_chars() >= 12)
-        .select("lid", pl.col("x").hash(seed=LINE_SEED).alias("h"))
+        .select("doc", "flag", pl.col("x").hash(seed=LINE_SEED).alias("h"))
     )
     hits: list[pl.DataFrame] = []
     if index.gold.height:
-        found = (
-            lines.frame(wanted).join(normed, on="lid").select("doc", "h").unique().join(index.gold, on="h")
-        )
+        found = normed.select("doc", "h").unique().join(index.gold, on="h")
         # A gold line the run's own checkout printed as source before anything else showed it is the code
         # of a fix merged before this checkout, not a leak: those (doc, h) pairs are removed.
         quoted = quoted_from_checkout(found, batch) if batch is not None else None
@@ -290,8 +243,7 @@ def gold_patch_hits(
         hits.append(m.select(_hits("doc", "inst", "gold_patch", pl.col("n") / pl.col("total"))))
     if index.small.height:
         cand = (
-            lines.frame(plus)
-            .join(normed, on="lid")
+            normed.filter((pl.col("flag") & PLUS_LINE) != 0)
             .select("doc", "h")
             .unique()
             .join(index.small, on="h")
@@ -363,17 +315,11 @@ def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFra
     return pl.DataFrame({"doc": out_doc, "h": out_h}, schema={"doc": pl.UInt32, "h": pl.UInt64})
 
 
-def statement_hits(index: BenchmarkIndex, lines: BatchLines) -> pl.DataFrame:
-    """Problem statement 8-gram containment >= STATEMENT_CONTAINMENT."""
-    doc, h, usable = lines.token_stream(index.vocab_bits)
-    pos = gram_starts(doc, STATEMENT_NGRAM, usable)
-    g = gram_hashes(h, pos, STATEMENT_NGRAM)
-    maybe = maybe_in(index.stmt_bits, g)  # cheap filter first: most n-grams match nothing
-    doc, g = doc[pos][maybe], g[maybe]
-    hit = is_in_sorted(g, index.stmt_grams)
-    grams = pl.DataFrame({"doc": doc[hit], "g": g[hit]}, schema={"doc": pl.UInt32, "g": pl.UInt64}).unique()
+def statement_hits(index: BenchmarkIndex, found: pl.DataFrame) -> pl.DataFrame:
+    """Problem statement 8-gram containment >= STATEMENT_CONTAINMENT, from the scan's (doc, g) n-grams."""
     m = (
-        grams.join(index.stmt, on="g")
+        found.unique()
+        .join(index.stmt, on="g")
         .group_by("doc", "inst")
         .len("n")
         .join(index.stmt_total, on="inst")

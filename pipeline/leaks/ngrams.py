@@ -1,133 +1,231 @@
-"""Word n-gram hashing for problem-statement containment (numpy over UTF-8 bytes, no Python per token).
+"""Word tokens and their n-grams for problem-statement containment, compiled with numba.
 
-A token is a lowercased ASCII ``[a-z0-9_]+`` run, hashed by polars' hash (seed 7): statements are
-matched as prose, case-insensitively, numbers kept. The dedup keys (:mod:`pipeline.dedup.keys`) tokenise
-differently on purpose (numbers and hex ids masked, non-ASCII kept, a polars-independent hash stored in
-signatures); both read their bytes through :func:`pipeline.textbytes.utf8_buffers`.
+A token is a lowercased ``[a-z0-9_]+`` run (:func:`token_hashes_regex` is the specification: polars'
+Unicode lowercasing, then the regex): statements are matched as prose, case-insensitively, numbers
+kept. The compiled tokeniser reads the UTF-8 bytes directly: Unicode lowercasing yields ASCII for two
+characters only, KELVIN SIGN (-> ``k``) and LATIN CAPITAL LETTER I WITH DOT ABOVE (-> ``i`` + a
+combining dot, which ends the token); every other non-ASCII byte is no word byte (a test checks every
+code point against polars). The dedup keys (:mod:`pipeline.dedup.keys`) tokenise differently on
+purpose (numbers and hex ids masked, non-ASCII kept); both read bytes through
+:func:`pipeline.textbytes.utf8_buffers`.
+
+Hashes are built for a byte loop: a token's bytes are packed 8 to a 64-bit word and each word is
+mixed in with one multiply (:func:`_mix`, :func:`_finish`); an n-gram's hash is the polynomial
+``sum(t_k * B^(n-1-k))`` mod 2^64 of its token hashes, so the scan rolls it in O(1) per token.
+Bitmaps are indexed by a hash's top bits (the well-mixed ones of a product).
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+import numpy.typing as npt
 import polars as pl
-import pyarrow as pa
 
-from pipeline.dedup.hashing import GRAM_MIX, TOKEN_SEED
+from pipeline.dedup.hashing import GOLDEN64, XXH_PRIME64_2
 from pipeline.textbytes import utf8_buffers
 
+U64 = npt.NDArray[np.uint64]
 _WORD = r"[a-z0-9_]+"
-_MULT = GRAM_MIX
+_BASIS = np.uint64(XXH_PRIME64_2)
+_PRIME = np.uint64(GOLDEN64)  # odd: multiplying is a bijection mod 2^64
+GRAM_BASE = np.uint64(GOLDEN64)  # the n-gram polynomial's base B
+_S8 = np.uint64(8)
+_S32 = np.uint64(32)
+
+# LOWER[b] is the lowercased byte of an ASCII word byte ([A-Za-z0-9_]), 0 for any other byte.
+LOWER = np.zeros(256, dtype=np.uint8)
+for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
+    LOWER[_c] = _c
+for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    LOWER[_c] = _c + 32
+LOWER.setflags(write=False)
 
 
-def token_hashes_regex(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+@numba.njit(cache=True, nogil=True)
+def _word_char(data: npt.NDArray[np.uint8], i: int, end: int) -> tuple[int, int, bool]:  # pragma: no cover
+    """(lowercased word byte or 0, bytes consumed, token ends after it) of the non-ASCII character
+    whose byte is at ``i`` (the callers read ASCII bytes through ``LOWER`` inline: the hot path)."""
+    b = data[i]
+    if b == 0xE2 and i + 2 < end and data[i + 1] == 0x84 and data[i + 2] == 0xAA:
+        return 107, 3, False  # KELVIN SIGN (e2 84 aa) -> "k"
+    if b == 0xC4 and i + 1 < end and data[i + 1] == 0xB0:
+        return 105, 2, True  # DOTTED I (c4 b0) -> "i", then U+0307 (no word character)
+    return 0, 1, False  # any other byte of a non-ASCII character (continuation bytes included)
+
+
+@numba.njit(cache=True, nogil=True)
+def _mix(h: np.uint64, w: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    """Mix a word of 8 packed token bytes into the running hash."""
+    return (h ^ w) * _PRIME
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish(h: np.uint64, w: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    """The token hash from the running hash and the last (partial, maybe empty) word; a token byte is
+    never 0, so the packing is unambiguous."""
+    f = (h ^ w) * _PRIME
+    return f ^ (f >> _S32)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _tokenise(
+    data: npt.NDArray[np.uint8], off: npt.NDArray[np.int64], out: U64, counts: npt.NDArray[np.int64]
+) -> int:  # pragma: no cover - compiled
+    n = 0
+    for t in range(off.shape[0] - 1):
+        first = n
+        i, end = off[t], off[t + 1]
+        h, w, k = _BASIS, np.uint64(0), 0
+        in_tok = False
+        while i < end:
+            b = data[i]
+            stop = False
+            if b < 128:
+                c = LOWER[b]
+                i += 1
+            else:
+                c, step, stop = _word_char(data, i, end)
+                i += step
+            if c:
+                w = (w << _S8) | np.uint64(c)
+                k += 1
+                if k == 8:
+                    h, w, k = _mix(h, w), np.uint64(0), 0
+                in_tok = True
+            if in_tok and (stop or not c):
+                out[n] = _finish(h, w)
+                n += 1
+                h, w, k = _BASIS, np.uint64(0), 0
+                in_tok = False
+        if in_tok:
+            out[n] = _finish(h, w)
+            n += 1
+        counts[t] = n - first
+    return n
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _hash_strings(
+    data: npt.NDArray[np.uint8], off: npt.NDArray[np.int64], out: U64
+) -> None:  # pragma: no cover
+    for t in range(off.shape[0] - 1):
+        h, w, k = _BASIS, np.uint64(0), 0
+        for i in range(off[t], off[t + 1]):
+            w = (w << _S8) | np.uint64(data[i])
+            k += 1
+            if k == 8:
+                h, w, k = _mix(h, w), np.uint64(0), 0
+        out[t] = _finish(h, w)
+
+
+def hash_strings(strings: pl.Series) -> U64:
+    """The token hash of each string's bytes as they are (a lowercase ``[a-z0-9_]+`` string hashes like
+    the tokeniser's token)."""
+    data, off = utf8_buffers(strings)
+    out = np.empty(len(off) - 1, dtype=np.uint64)
+    _hash_strings(data, off, out)
+    return out
+
+
+def token_hashes_regex(texts: pl.Series) -> tuple[U64, npt.NDArray[np.int64]]:
     """(hashes of all word tokens in order, token count per text): lowercase ``[a-z0-9_]+`` runs.
 
-    The specification of :func:`token_hashes`, and its path for texts with non-ASCII characters
-    (Unicode lowercasing turns some of them into ASCII letters: ``K`` (Kelvin) -> ``k``)."""
+    The specification of :func:`token_hashes` (polars' Unicode lowercasing and regex)."""
     toks = texts.fill_null("").str.to_lowercase().str.extract_all(_WORD)
     counts = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
     flat = toks.explode().drop_nulls()  # an empty list explodes to one null: not a token
-    return flat.hash(seed=TOKEN_SEED).to_numpy(), counts
+    return hash_strings(flat), counts
 
 
-def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Same result as :func:`token_hashes_regex`, ~1.3x less CPU: pure-ASCII texts are tokenised on
-    their bytes (numpy) and the tokens' lowercased bytes laid out as one Arrow string array, so each
-    token is hashed by the very same polars hash; texts with non-ASCII bytes take the regex path."""
+def token_hashes(texts: pl.Series) -> tuple[U64, npt.NDArray[np.int64]]:
+    """Same result as :func:`token_hashes_regex`, one compiled pass over the UTF-8 bytes."""
     data, off = utf8_buffers(texts)
-    n_texts = len(off) - 1
-    if n_texts == 0:
-        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-    lens_t = np.diff(off)
-    # Largest byte of each text (a zero byte appended so every start is a valid index; an empty
-    # text's reduceat value is a neighbour's byte, hence the length mask).
-    top = np.maximum.reduceat(np.append(data, np.uint8(0)), off[:-1])
-    other = (top >= 0x80) & (lens_t > 0)  # texts holding a non-ASCII byte
-    low = data - np.uint8(65)
-    np.less(low, 26, out=(upper := np.empty(len(data), dtype=bool)))
-    np.add(data, upper.view(np.uint8) << np.uint8(5), out=low)  # ASCII lowercase
-    isw = (low - np.uint8(97)) < 26
-    isw |= (data - np.uint8(48)) < 10
-    isw |= data == 95
-    if other.any():  # their bytes are no word bytes here: those texts are tokenised by the regex
-        isw &= ~np.repeat(other, lens_t)
-    # Token = maximal run of word bytes that does not cross a text boundary.
-    edge = np.empty(len(data) + 1, dtype=bool)
-    edge[0] = edge[-1] = True
-    np.not_equal(isw[1:], isw[:-1], out=edge[1:-1])
-    edge[off] = True
-    cuts = np.flatnonzero(edge)
-    starts = cuts[:-1]
-    word = np.take(isw, starts) if len(starts) else np.zeros(0, dtype=bool)
-    starts, ends = np.compress(word, starts), np.compress(word, cuts[1:])
-    lens = ends - starts
-    tok_off = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=tok_off[1:])
-    tokens = pa.LargeStringArray.from_buffers(
-        len(lens), pa.py_buffer(tok_off), pa.py_buffer(np.compress(isw, low))
-    )
-    h = (
-        pl.Series(tokens, dtype=pl.Utf8).hash(seed=TOKEN_SEED).to_numpy()
-        if len(lens)
-        else np.zeros(0, dtype=np.uint64)
-    )
-    counts = np.diff(np.searchsorted(starts, off)).astype(np.int64)
-    if not other.any():
-        return h, counts
-    # Splice the regex path's tokens of the non-ASCII texts in, keeping text order.
-    idx = np.flatnonzero(other)
-    h2, c2 = token_hashes_regex(texts.gather(idx))
-    counts[idx] = c2
-    first = np.cumsum(counts) - counts  # first output token of each text
-    out = np.empty(int(counts.sum()), dtype=np.uint64)
-    fast = ~other
-    cf = counts * fast
-    fast_first = np.cumsum(cf) - cf
-    out[np.arange(len(h)) + np.repeat((first - fast_first)[fast], counts[fast])] = h
-    c2s = np.cumsum(c2) - c2
-    out[np.arange(len(h2)) + np.repeat(first[idx] - c2s, c2)] = h2
-    return out, counts
+    counts = np.zeros(len(off) - 1, dtype=np.int64)
+    out = np.empty(len(data) + 1, dtype=np.uint64)  # a token holds >= 1 byte
+    n = _tokenise(data, off, out, counts)
+    return out[:n].copy(), counts
 
 
-def gram_hashes(h: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
-    """Hash of the word n-gram starting at each token position ``pos`` (token hashes ``h``)."""
+def gram_power(n: int) -> np.uint64:
+    """``B^n`` mod 2^64: what an n-gram's oldest token is weighted by once a token is shifted in."""
+    return np.uint64(pow(int(GRAM_BASE), n, 1 << 64))
+
+
+def gram_hashes(h: U64, pos: npt.NDArray[np.int64], n: int) -> U64:
+    """Hash of the word n-gram starting at each token position ``pos`` (token hashes ``h``):
+    ``sum(h[pos + k] * B^(n-1-k))`` mod 2^64, what the scan (:mod:`pipeline.leaks.scan`) rolls."""
+    g = np.zeros(len(pos), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        g = h[pos] * _MULT[0]
-        for k in range(1, n):
-            g = g + h[pos + k] * _MULT[k % len(_MULT)]
-            g ^= g >> np.uint64(29)
-    return np.asarray(g, dtype=np.uint64)
+        for k in range(n):
+            g = g * GRAM_BASE + h[pos + k]
+    return g
 
 
-def gram_starts(doc: np.ndarray, n: int, usable: np.ndarray | None = None) -> np.ndarray:
-    """Token positions starting an n-gram inside one document (``doc`` sorted, one per token) made only
-    of ``usable`` tokens (all tokens when None)."""
+def gram_starts(doc: np.ndarray, n: int) -> npt.NDArray[np.int64]:
+    """Token positions starting an n-gram inside one document (``doc`` sorted, one per token)."""
     m = len(doc) - n + 1
     if m <= 0:
         return np.zeros(0, dtype=np.int64)
-    ok = doc[:m] == doc[n - 1 :]
-    if usable is not None:
-        bad = np.concatenate([[0], np.cumsum(~usable)])  # unusable tokens before each position
-        ok &= bad[n : n + m] == bad[:m]
-    return np.flatnonzero(ok)
+    return np.flatnonzero(doc[:m] == doc[n - 1 :])
 
 
-BITMAP_BITS = 23  # 8 MB per bitmap; ~3% of non-members pass for the 250k statement n-grams
+def bloom(hashes: U64, word_bits: int) -> U64:
+    """A blocked Bloom filter of 64-bit hashes: ``2^word_bits`` words of 64 bits; a hash sets two bits
+    of one word (one memory access per probe), chosen by its top bits. No false negatives; ~0.5% false
+    positives at 30 bits per member."""
+    words = np.zeros(1 << word_bits, dtype=np.uint64)
+    idx = (hashes >> np.uint64(64 - word_bits)).astype(np.int64)
+    b1 = (hashes >> np.uint64(58 - word_bits)) & np.uint64(63)
+    b2 = (hashes >> np.uint64(52 - word_bits)) & np.uint64(63)
+    np.bitwise_or.at(words, idx, (np.uint64(1) << b1) | (np.uint64(1) << b2))
+    return words
 
 
-def bitmap(hashes: np.ndarray) -> np.ndarray:
-    """A one-hash Bloom filter of 64-bit hashes: no false negatives, a few false positives."""
-    bits = np.zeros(1 << BITMAP_BITS, dtype=bool)
-    bits[(hashes & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)] = True
-    return bits
+@numba.njit(cache=True, nogil=True)
+def _bloom_has(words: U64, h: np.uint64, shift: np.uint64) -> bool:  # pragma: no cover - compiled
+    """Is ``h`` maybe in the :func:`bloom` ``words`` (``shift = 64 - word_bits``)?"""
+    m = (np.uint64(1) << ((h >> (shift - np.uint64(6))) & np.uint64(63))) | (
+        np.uint64(1) << ((h >> (shift - np.uint64(12))) & np.uint64(63))
+    )
+    return bool((words[h >> shift] & m) == m)
 
 
-def maybe_in(bits: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    return bits[(hashes & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)]
+def hash_set(hashes: U64) -> U64:
+    """An open-addressing (linear probing) set of 64-bit hashes, at most half full: slot ``h``'s top
+    bits; 0 marks an empty slot, so 0 itself is a member when the extra last slot is 1."""
+    uniq = np.unique(hashes)
+    bits = max(4, int(np.ceil(np.log2(max(1, len(uniq)) * 2))))
+    table = np.zeros((1 << bits) + 1, dtype=np.uint64)
+    _fill(table, uniq[uniq != 0], np.uint64(64 - bits))
+    table[-1] = np.uint64(bool((uniq == 0).any()))
+    return table
 
 
-def is_in_sorted(hashes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    if len(sorted_set) == 0:
-        return np.zeros(len(hashes), dtype=bool)
-    i = np.minimum(np.searchsorted(sorted_set, hashes), len(sorted_set) - 1)
-    return np.asarray(sorted_set[i] == hashes, dtype=bool)
+@numba.njit(cache=True, nogil=True)
+def _fill(table: U64, hashes: U64, shift: np.uint64) -> None:  # pragma: no cover - compiled
+    mask = np.int64(table.shape[0] - 2)
+    for h in hashes:
+        i = np.int64(h >> shift)
+        while table[i] != 0:
+            i = (i + 1) & mask
+        table[i] = h
+
+
+def shift_of(size: int) -> np.uint64:
+    """``64 - log2(size)``: the shift that takes a hash's top bits as an index into ``size`` entries."""
+    return np.uint64(64 - (int(size).bit_length() - 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def _set_has(table: U64, h: np.uint64, shift: np.uint64) -> bool:  # pragma: no cover - compiled
+    """Is ``h`` in the :func:`hash_set` ``table`` (``shift = shift_of(len(table) - 1)``)?"""
+    if h == 0:
+        return bool(table[table.shape[0] - 1] == 1)
+    mask = np.int64(table.shape[0] - 2)
+    i = np.int64(h >> shift)
+    while table[i] != 0:
+        if table[i] == h:
+            return True
+        i = (i + 1) & mask
+    return False

@@ -28,7 +28,6 @@ import polars as pl
 
 from pipeline.core.context import Context
 from pipeline.leaks.benchmark import (
-    BatchLines,
     BenchmarkIndex,
     best_hits,
     gold_patch_hits,
@@ -37,6 +36,7 @@ from pipeline.leaks.benchmark import (
     statement_hits,
 )
 from pipeline.leaks.rules import PRE
+from pipeline.leaks.scan import scan
 from pipeline.leaks.solution import pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, empty
@@ -97,10 +97,13 @@ class BenchmarkLeak(Stage):
             counters["benchmark_leak/skipped"] += batch.height
             return StageOutput(batch, empty(DROPS), counters)
         texts = run_texts(batch)
-        lines = BatchLines.of(texts)
-        hits = [instance_id_hits(self.index, lines), *gold_patch_hits(self.index, lines, texts, batch)]
+        found = scan(texts, self.index.probe)  # one compiled pass: statement n-grams, candidate lines
+        hits = [
+            instance_id_hits(self.index, found.lines),
+            *gold_patch_hits(self.index, found.lines, texts, batch),
+        ]
         if self.index.stmt.height:
-            hits.append(statement_hits(self.index, lines))
+            hits.append(statement_hits(self.index, found.stmt))
         best = best_hits(self.index, batch, hits)
         reason = [""] * batch.height
         detail = [""] * batch.height

@@ -1,0 +1,65 @@
+"""Given a gzip JSONL stream, the reader yields every non-blank line from its first non-blank byte,
+numbered as in the file, and an over-long record as one ``record_too_large`` entry, wherever the
+1 MiB decompression blocks happen to cut the stream."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+
+from pipeline.sources.base import iter_gzip_lines
+
+MiB = 1 << 20
+
+
+def lines_of(data: bytes, max_record_bytes: int = 64 * MiB) -> list[tuple[int, bytes | None, str]]:
+    sha = hashlib.sha256()
+    out = list(
+        iter_gzip_lines(
+            io.BytesIO(gzip.compress(data, 1)),
+            max_chunk_bytes=1 << 32,
+            max_record_bytes=max_record_bytes,
+            raw_sha=sha,
+        )
+    )
+    assert sha.hexdigest() == hashlib.sha256(data).hexdigest()  # every byte hashed, once
+    return out
+
+
+def test_blank_lines_are_counted_but_not_yielded_and_leading_blanks_are_cut() -> None:
+    data = b'{"a":1}\n\n  \t\r\n \x0b{"b":2}\r\n{"c":3}'
+    assert lines_of(data) == [(1, b'{"a":1}', ""), (4, b'{"b":2}\r', ""), (5, b'{"c":3}', "")]
+
+
+def test_lines_that_cross_decompression_blocks_come_out_whole() -> None:
+    big = b"x" * (MiB + 123)
+    data = b"\n".join([b"a", big, b"", big + b"y", b"b"]) + b"\n\n"
+    assert lines_of(data) == [(1, b"a", ""), (2, big, ""), (4, big + b"y", ""), (5, b"b", "")]
+
+
+def test_an_over_long_record_is_one_entry_and_reading_goes_on_after_it() -> None:
+    long = b"z" * (3 * MiB)
+    data = b"\n".join([b"first", long, b"   ", b"after", long, b"last"])
+    assert lines_of(data, max_record_bytes=MiB) == [
+        (1, b"first", ""),
+        (2, None, "record_too_large"),
+        (4, b"after", ""),
+        (5, None, "record_too_large"),
+        (6, b"last", ""),
+    ]
+
+
+def test_a_long_line_within_one_block_is_refused_by_its_length() -> None:
+    assert lines_of(b"ok\n" + b"q" * 50 + b"\n  tail", max_record_bytes=10) == [
+        (1, b"ok", ""),
+        (2, None, "record_too_large"),
+        (3, b"tail", ""),
+    ]
+
+
+def test_a_file_that_ends_inside_an_over_long_record_yields_nothing_more() -> None:
+    assert lines_of(b"a\n" + b"w" * (2 * MiB), max_record_bytes=MiB) == [
+        (1, b"a", ""),
+        (2, None, "record_too_large"),
+    ]

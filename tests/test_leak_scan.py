@@ -1,0 +1,187 @@
+"""The compiled benchmark-leak scan equals its specification: regex tokens and numpy n-grams for the
+statement rule, and "every line the gold and id rules could match is a candidate" for the line rules."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.dedup.hashing import LINE_SEED
+from pipeline.leaks.benchmark import STATEMENT_NGRAM, BenchmarkIndex
+from pipeline.leaks.ngrams import gram_hashes, gram_starts, hash_strings, token_hashes, token_hashes_regex
+from pipeline.leaks.scan import GOLD_LINE, ID_LINE, PARTS, PLUS_LINE, scan
+from pipeline.leaks.text import norm_lines_expr
+
+# words of statements and runs: ASCII, mixed case, and the two characters whose lowercase is ASCII
+WORDS = [
+    "alpha",
+    "Bravo",
+    "CHARLIE",
+    "delta_9",
+    "echo",
+    "fox",
+    "golf",
+    "\u212aelvin",
+    "\u0130nd",
+    "caf\u00e9",
+]
+SEP = [" ", "  ", "\n", ", ", ".\n", "\t", " \u00a0", "-"]
+
+
+def _text(draw: st.DrawFn, n_max: int) -> str:
+    words = draw(st.lists(st.sampled_from(WORDS), max_size=n_max))
+    seps = draw(st.lists(st.sampled_from(SEP), min_size=len(words), max_size=len(words)))
+    return "".join(w + s for w, s in zip(words, seps, strict=True))
+
+
+@st.composite
+def statements(draw: st.DrawFn) -> list[str]:
+    return [_text(draw, 40) for _ in range(draw(st.integers(1, 4)))]
+
+
+def _index(statements: list[str], patches: list[str] | None = None) -> BenchmarkIndex:
+    n = len(statements)
+    return BenchmarkIndex.build(
+        pl.DataFrame(
+            {
+                "benchmark": ["b"] * n,
+                "instance_id": [f"o{i}__r-{i}" for i in range(n)],
+                "repo": ["o/r"] * n,
+                "base_commit": [""] * n,
+                "problem_statement": statements,
+                "patch": patches or [""] * n,
+            }
+        )
+    )
+
+
+def reference_statement_grams(index: BenchmarkIndex, texts: pl.DataFrame) -> list[tuple[int, int]]:
+    """(run, n-gram) of every window of the run's whole text whose n-gram is a kept statement n-gram:
+    the regex tokens of ``task\\nactions\\noutputs``, numpy n-gram hashes."""
+    whole = texts.select(pl.concat_str([pl.col(p).fill_null("") for p in PARTS], separator="\n")).to_series()
+    h, counts = token_hashes_regex(whole)
+    doc = np.repeat(np.arange(len(counts)), counts)
+    pos = gram_starts(doc, STATEMENT_NGRAM)
+    g = gram_hashes(h, pos, STATEMENT_NGRAM)
+    keep = np.isin(g, index.stmt["g"].to_numpy())
+    return sorted(zip(doc[pos][keep].tolist(), g[keep].tolist(), strict=True))
+
+
+@settings(max_examples=120, deadline=None)
+@given(statements(), st.data())
+def test_scan_finds_exactly_the_statement_ngrams_of_the_regex_specification(
+    stmts: list[str], data: st.DataObject
+) -> None:
+    """Runs made of statement fragments, other words, non-ASCII and nulls: the scan's n-grams are the
+    reference's, occurrence for occurrence (n-grams cross lines and parts, never runs)."""
+    index = _index(stmts)
+    pool = [*stmts, *WORDS]
+    runs = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        run = []
+        for _ in PARTS:
+            pieces = data.draw(st.lists(st.sampled_from(pool), max_size=4))
+            cut = data.draw(st.sampled_from([0, 0, 0, 1, 6, 17]))
+            run.append(None if data.draw(st.integers(0, 9)) == 0 else " ".join(pieces)[cut:])
+        runs.append(run)
+    texts = pl.DataFrame(
+        [dict(zip(PARTS, r, strict=True)) for r in runs], schema=dict.fromkeys(PARTS, pl.Utf8)
+    )
+    found = scan(texts, index.probe).stmt
+    got = sorted(zip(found["doc"].to_list(), found["g"].to_list(), strict=True))
+    assert got == reference_statement_grams(index, texts)
+
+
+def test_a_pasted_statement_is_found_in_each_run_and_never_across_runs() -> None:
+    stmt = " ".join(f"word{i}" for i in range(30))
+    words = stmt.split()
+    index = _index([stmt, "unrelated text " * 5])
+    texts = pl.DataFrame(
+        {
+            "task": ["fix it", stmt, " ".join(words[20:])],
+            "actions": ["cat issue", "ls", "cat x"],
+            "outputs": [stmt.upper(), "word1 word3 " * 20, " ".join(words[:20])],
+        }
+    )
+    found = scan(texts, index.probe).stmt
+    per_run = found.group_by("doc").len().sort("doc")
+    windows = 30 - STATEMENT_NGRAM + 1
+    # run 2 holds the statement's two halves out of order: only the windows inside each half
+    assert per_run.rows() == [(0, windows), (1, windows), (2, 20 - 7 + 10 - 7)]
+
+
+def test_every_code_point_tokenises_like_polars_unicode_lowercasing() -> None:
+    """All of Unicode, each code point between two ASCII letters: the byte tokeniser gives the
+    regex specification's tokens (only KELVIN SIGN and DOTTED I lowercase to ASCII)."""
+    cps = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000]
+    s = pl.Series([f"a{chr(c)}B" for c in cps])
+    h, counts = token_hashes(s)
+    want_h, want_counts = token_hashes_regex(s)
+    assert np.array_equal(counts, want_counts) and np.array_equal(h, want_h)
+
+
+def test_token_hash_is_the_hash_of_the_lowercased_token() -> None:
+    h, counts = token_hashes(pl.Series(["Foo_BAR baz9", "\u212aelvin x", "", "caf\u00e9 OK", "\u0130x"]))
+    assert counts.tolist() == [2, 2, 0, 2, 2]
+    want = hash_strings(pl.Series(["foo_bar", "baz9", "kelvin", "x", "caf", "ok", "i", "x"]))
+    assert h.tolist() == want.tolist()
+    # 8-byte packing: tokens of 7, 8, 9 and 16 bytes all differ from their neighbours
+    toks = ["abcdefg", "abcdefgh", "abcdefghi", "abcdefghabcdefgh", "abcdefgha"]
+    assert len(set(hash_strings(pl.Series(toks)).tolist())) == len(toks)
+
+
+GOLD_LINES = [
+    "width = frame.width if frame.width is not None else default_width(frame)",
+    "return layout(frame, width, height=height)",
+    "self._cache[key] = compute(key, strict=True)",
+    "==================== \u00e9\u00e9\u00e9",  # no ASCII word run: found by the bytes after a line's last run
+    "x = \u212aelvin_scale(t) * 2.0",
+]
+PREFIXES = ["+", "", "  ", "src/a.py:12:", "  12\t", "+    ", "-", "a.py-3-", "x = '''", "\u00a0"]
+SUFFIXES = ["", "  ", "'''", '"""),', "\r", " # note"]
+
+
+@st.composite
+def raw_lines(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 3)) == 0:
+        return draw(st.text(alphabet="ab_ _+-=:\t\u00e9\u212a1", max_size=30))
+    line = draw(st.sampled_from(GOLD_LINES))
+    if draw(st.booleans()):  # whitespace runs collapse
+        line = line.replace(" ", draw(st.sampled_from(["  ", "\t", " \u2003"])))
+    return draw(st.sampled_from(PREFIXES)) + line + draw(st.sampled_from(SUFFIXES))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*(st.lists(raw_lines(), max_size=5),) * 3), min_size=1, max_size=3))
+def test_every_line_the_gold_and_id_rules_could_match_is_a_candidate(
+    runs: list[tuple[list[str], ...]],
+) -> None:
+    """Whatever surrounds a gold line (diff marker, grep/cat -n prefixes, quotes, whitespace), a line
+    that normalises to a gold line is a GOLD_LINE candidate where the rule reads it (actions; ``+``
+    lines of task and outputs, also PLUS_LINE); a line holding "__" is an ID_LINE candidate."""
+    patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n" + "".join(f"+{x}\n" for x in GOLD_LINES)
+    index = _index(["s"], [patch])
+    texts = pl.DataFrame([{p: "\n".join(lines) for p, lines in zip(PARTS, r, strict=True)} for r in runs])
+    cand = scan(texts, index.probe).lines
+    gold_h = set(index.gold["h"].to_list()) | set(index.small["h"].to_list())
+    got = {(d, p, x): f for d, p, f, x in cand.select("doc", "part", "flag", "x").iter_rows()}
+    for d, r in enumerate(runs):
+        for p, lines in enumerate(r):
+            for x in lines:
+                norm = pl.select(norm_lines_expr(pl.lit(x))).item()
+                hit = len(norm) >= 12 and pl.Series([norm]).hash(seed=LINE_SEED)[0] in gold_h
+                plus = x.startswith("+") and not x.startswith("+++")
+                if hit and (p == 1 or plus):
+                    assert got.get((d, p, x), 0) & GOLD_LINE, (p, x)
+                    assert bool(got[(d, p, x)] & PLUS_LINE) == (plus and p != 1)
+                if "__" in x:
+                    assert got.get((d, p, x), 0) & ID_LINE, x
+    # candidates are real lines of their part, flagged only where a rule reads them
+    for d, p, f, x in cand.select("doc", "part", "flag", "x").iter_rows():
+        assert x in runs[d][p]
+        if f & GOLD_LINE and p != 1:
+            assert x.startswith("+") and not x.startswith("+++")
