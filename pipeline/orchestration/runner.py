@@ -379,11 +379,10 @@ def _materialise(
     drops = sorted_drops(state.ledger(pending=files))
     tables: list[str] = []
     if not config.no_benchmarks and config.benchmarks:
-        from pipeline.orchestration.process import worker_setup
+        from pipeline.core.context import reference_cache
+        from pipeline.reference.benchmarks import table_names
 
-        ctx, _ = worker_setup(config)
-        if ctx.benchmarks is not None:
-            tables = sorted(set(ctx.benchmarks.get_column("benchmark").to_list()))
+        tables = table_names(Path(config.benchmarks), reference_cache(config))  # no index built here
     stats = compute_stats(
         ingested,
         published,
