@@ -30,10 +30,12 @@ from pipeline.io.fileio import atomic_write_json, file_sha256, move_dir, replace
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
+    RowReader,
     plan_shards,
     write_bytes_if_changed,
     write_shards,
 )
+from schemas.run import PUBLISHED_NAMES
 
 DATASET_RE = re.compile(r"^mini-coder-[a-z0-9][a-z0-9._-]*$")
 
@@ -81,12 +83,15 @@ def publish_tree(
     out_dir: Path,
     *,
     benchmarks_checked: bool,
+    rows: RowReader | None = None,
 ) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
     ``published`` may be lazy (a scan of the run store): then only one dataset's rows are in
-    memory at a time. Trees of datasets that no longer have rows are removed. Files whose bytes
-    did not change are not rewritten, so a no-op rebuild leaves every mtime as it was.
+    memory at a time. With ``rows``, ``published`` is the store's index (narrow columns and
+    ``__bytes``): shards are planned from it and ``rows`` reads one row group's full rows at a
+    time. Trees of datasets that no longer have rows are removed. Files whose bytes did not
+    change are not rewritten, so a no-op rebuild leaves every mtime as it was.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     lazy = published.lazy()
@@ -95,17 +100,19 @@ def publish_tree(
     if bad:  # checked before anything is written
         raise PublishRefused(f"not a dataset name: {bad[0]!r}")
     for name in names:
-        rows = lazy.filter(pl.col("dataset") == name)
+        rows_ds = lazy.filter(pl.col("dataset") == name)
         # the card needs every column but the two big ones; the shards stream row group by row group
-        narrow = rows.select(pl.exclude("messages", "patch", "minhash")).collect()
+        narrow = rows_ds.select(
+            *(n for n in PUBLISHED_NAMES if n not in ("messages", "patch")), "dataset", "epoch"
+        ).collect()
         epochs = (
             sorted(int(e) for e in narrow["epoch"].unique().to_list() if e is not None)
             if "epoch" in narrow.columns
             else []
         )
         tree = out_dir / name
-        plan = plan_shards(rows)
-        write_shards(rows, tree / "data", plan=plan)
+        plan = plan_shards(rows_ds)
+        write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows)
         card = render_card(
             name,
             narrow,
