@@ -448,6 +448,7 @@ def _materialise(
                 stage,
                 benchmarks_checked=not config.no_benchmarks,
                 rows=lambda keys: state.held_rows(keys, PUBLISHED_NAMES, pending=files),
+                threads=config.workers,
             )
             advance()
         stats["validation"] = verify_trees(stage, datasets, stats)
