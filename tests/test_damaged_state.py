@@ -65,6 +65,7 @@ KINDS: dict[str, str] = {
     "unit_kept": "state/cache/*/kept.parquet",
     "unit_drops": "state/cache/*/drops.parquet",
     "unit_meta": "state/cache/*/meta.json",
+    "shard_sources": "state/sources.json",
     "stats": "ledger/stats.json",
     "drops": "ledger/drops.parquet",
     "datasets": "ledger/datasets.json",

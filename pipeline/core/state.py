@@ -500,6 +500,10 @@ class State:
         # the parts themselves, not the files of held rows under ``published/<seq>/``
         return [self.root / rel for rel in sorted(names) if rel.startswith(f"{sub}/") and rel.count("/") == 1]
 
+    def held_files(self) -> dict[str, str]:
+        """sha256 of every file the commits name, by state path."""
+        return {rel: sha for c in self.commits() for rel, sha in (c.get("files") or {}).items()}
+
     def published(
         self, columns: list[str] | None = None, pending: dict[str, str] | None = None
     ) -> pl.DataFrame | None:

@@ -441,6 +441,7 @@ def _materialise(
     try:
         with rep.stage("publish", total=1) as advance:
             index = state.published(columns=[*INDEX_COLUMNS, ROW_FILE], pending=files)
+            sources = dataset_sources(index, {**state.held_files(), **(files or {})})
             datasets = publish_tree(
                 index if index is not None else _empty_index(),
                 drops,
@@ -449,6 +450,7 @@ def _materialise(
                 benchmarks_checked=not config.no_benchmarks,
                 rows=lambda keys: state.held_rows(keys, PUBLISHED_NAMES, pending=files),
                 threads=config.workers,
+                reuse=reusable_shards(workdir / "publish", stage, state.root / SOURCES, sources),
             )
             advance()
         stats["validation"] = verify_trees(stage, datasets, stats)
@@ -462,9 +464,55 @@ def _materialise(
     if pending is not None:
         state.write_record(pending.seq, pending.units, pending.files, pending.meta)
     switch_build(workdir, stage, manifest, current_intact=current_intact)
+    # after the switch: a run killed before this line only loses the reuse, never trusts a stale one
+    atomic_write_json(state.root / SOURCES, {"build": manifest["build"], "sources": sources})
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
     return stats, datasets
+
+
+def dataset_sources(index: pl.DataFrame | None, file_sha: dict[str, str]) -> dict[str, str]:
+    """Per dataset, a sha256 of what its shards are made from: the code, and each run's
+    source_uid with the sha256 of the file holding its row. Equal sources give equal shards."""
+    from pipeline.core.config import VERSION, code_fingerprint
+
+    if index is None or not index.height:
+        return {}
+    pairs = index.select(
+        "dataset", "source_uid", pl.col(ROW_FILE).replace_strict(file_sha, default="?").alias("sha")
+    ).sort("dataset", "source_uid", "sha")
+    out = {}
+    for (ds,), part in pairs.group_by("dataset", maintain_order=True):
+        h = hashlib.sha256(f"{VERSION}+{code_fingerprint()}\n".encode())
+        for uid, sha in part.select("source_uid", "sha").iter_rows():
+            h.update(f"{uid}\0{sha}\n".encode())
+        out[str(ds)] = h.hexdigest()
+    return out
+
+
+SOURCES = "sources.json"  # state/sources.json: the published build's id and dataset_sources
+
+
+def reusable_shards(current: Path, stage: Path, record: Path, sources: dict[str, str]) -> set[str]:
+    """Datasets whose shards in the current build were made from the same sources (``record``,
+    written for that very build) and were carried into ``stage`` intact (stage_build links only
+    files that match their manifest): their shards are kept as they are, not encoded again."""
+    from pipeline.publish.publisher import MANIFEST
+
+    try:
+        manifest = orjson.loads((current / MANIFEST).read_bytes())
+        made = orjson.loads(record.read_bytes())
+        build, files, before = manifest["build"], manifest["files"], made["sources"]
+        if made["build"] != build or not isinstance(files, dict) or not isinstance(before, dict):
+            return set()
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return set()
+    out = set()
+    for ds, src in sources.items():
+        shards = [rel for rel in files if isinstance(rel, str) and rel.startswith(f"{ds}/data/")]
+        if before.get(ds) == src and shards and all((stage / rel).is_file() for rel in shards):
+            out.add(ds)
+    return out
 
 
 def write_stats(ledger_dir: Path, stats: Stats) -> None:

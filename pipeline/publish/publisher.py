@@ -87,13 +87,15 @@ def publish_tree(
     benchmarks_checked: bool,
     rows: RowReader | None = None,
     threads: int = 1,
+    reuse: set[str] | None = None,
 ) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
     ``published`` may be lazy (a scan of the run store): then only one dataset's rows are in
     memory at a time. With ``rows``, ``published`` is the store's index (narrow columns and
     ``__bytes``): shards are planned from it and ``rows`` reads one row group's full rows at a
-    time. ``threads`` trees are written at once. Trees of datasets that no longer have rows are removed. Files whose bytes did not
+    time. ``threads`` trees are written at once. The shards already in ``out_dir`` of the datasets
+    in ``reuse`` are kept as they are (their rows did not change); only their cards are written. Trees of datasets that no longer have rows are removed. Files whose bytes did not
     change are not rewritten, so a no-op rebuild leaves every mtime as it was.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,8 @@ def publish_tree(
         )
         tree = out_dir / name
         plan = plan_shards(rows_ds)
-        write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows)
+        if name not in (reuse or set()):
+            write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows)
         card = render_card(
             name,
             narrow,
