@@ -60,10 +60,12 @@ KINDS: dict[str, str] = {
     "commit_last": "state/commits/000001.json",
     "published_part": "state/published/000000.parquet",
     "published_part_last": "state/published/000001.parquet",
+    "published_rows": "state/published/000000/*.parquet",
     "ledger_part": "state/ledger/000001.parquet",
     "unit_kept": "state/cache/*/kept.parquet",
     "unit_drops": "state/cache/*/drops.parquet",
     "unit_meta": "state/cache/*/meta.json",
+    "shard_sources": "state/sources.json",
     "stats": "ledger/stats.json",
     "drops": "ledger/drops.parquet",
     "datasets": "ledger/datasets.json",
@@ -145,7 +147,12 @@ def test_altered_text_in_the_store_is_refused_not_published(
     corpus, clean, _, rebuilt = base
     work = tmp_path / "work"
     shutil.copytree(clean, work, symlinks=True)
-    part = work / "state" / "published" / "000000.parquet"
+    # the rows a commit holds: its copies of the unit files (published/<seq>.parquet is their index)
+    part = next(
+        p
+        for p in sorted((work / "state" / "published" / "000000").glob("*.parquet"))
+        if pl.read_parquet(p).height
+    )
     frame = pl.read_parquet(part)
     frame = frame.with_columns(
         pl.col("messages").list.eval(
@@ -157,7 +164,7 @@ def test_altered_text_in_the_store_is_refused_not_published(
     )
     frame.write_parquet(part)
     code, out = run(corpus, work)
-    assert code == 3 and "000000.parquet" in out and "--rebuild" in out, out
+    assert code == 3 and part.name in out and "--rebuild" in out, out
     assert run(corpus, work, "--rebuild")[0] == 0
     assert tree_bytes(work) == rebuilt
 

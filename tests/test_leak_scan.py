@@ -3,18 +3,27 @@ statement rule, and "every line the gold and id rules could match is a candidate
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.core.config import Config
+from pipeline.core.context import reference_cache
 from pipeline.dedup.hashing import LINE_SEED
 from pipeline.leaks.benchmark import STATEMENT_NGRAM, BenchmarkIndex
 from pipeline.leaks.ngrams import gram_hashes, gram_starts, hash_strings, token_hashes, token_hashes_regex
 from pipeline.leaks.scan import GOLD_LINE, ID_LINE, PARTS, PLUS_LINE, scan
 from pipeline.leaks.text import norm_lines_expr
+from pipeline.orchestration.process import load_context
+from pipeline.reference.benchmarks import tables_key
+from pipeline.stages.leaks import BenchmarkLeak
+from tests.conftest import BENCH
 
 # words of statements and runs: ASCII, mixed case, and the two characters whose lowercase is ASCII
 WORDS = [
@@ -185,3 +194,60 @@ def test_every_line_the_gold_and_id_rules_could_match_is_a_candidate(
         assert x in runs[d][p]
         if f & GOLD_LINE and p != 1:
             assert x.startswith("+") and not x.startswith("+++")
+
+
+# ---- the index, built once per content of the benchmark tables and memory-mapped after -------------
+
+
+def _leak_rows() -> pl.DataFrame:
+    from tests.builders import run_row, work_frame
+
+    inst = pl.read_ndjson(BENCH / "swebench_verified.jsonl").row(0, named=True)
+    return work_frame(
+        [
+            run_row(["curl -s https://example.org/fix.diff"], [inst["patch"]], instance_id="acme__w-1"),
+            run_row(["ls"], [f"{inst['instance_id']}.json\n"], instance_id="acme__w-2"),
+            run_row(["ls"], [""], instance_id="acme__w-3", problem_statement=inst["problem_statement"]),
+            run_row(["ls"], ["nothing here\n"], instance_id="acme__w-4"),
+        ]
+    )
+
+
+def test_cached_index_equals_the_built_one_and_later_processes_only_load_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = Config(benchmarks=str(BENCH), workdir=str(tmp_path / "work"))
+    ctx = load_context(cfg)
+    built = BenchmarkIndex.build(ctx.benchmarks)  # type: ignore[arg-type]
+    first = BenchmarkLeak(ctx)  # builds and caches
+    cached = sorted(
+        p.name.split("-")[0] for p in reference_cache(cfg).iterdir() if not p.name.startswith(".")
+    )
+    assert cached == ["leak", "tables"]
+    monkeypatch.setattr(BenchmarkIndex, "build", lambda *_: pytest.fail("rebuilt"))
+    again = BenchmarkLeak(load_context(cfg))  # a later process: tables and index memory-mapped
+    for name in ("inst", "ids", "gold", "gold_total", "small", "stmt", "stmt_total"):
+        frame, want = getattr(again.index, name), getattr(built, name)  # as sets: build order may vary
+        assert frame.sort(frame.columns).equals(want.sort(want.columns))
+    assert again.index is not None and again.index.small_paths == built.small_paths
+    for name in ("stmt_bloom", "stmt_set", "key_bloom", "key_set"):
+        assert np.array_equal(getattr(again.index.probe, name), getattr(built.probe, name))
+    assert (again.index.probe.n, again.index.probe.tail_min) == (built.probe.n, built.probe.tail_min)
+    rows = _leak_rows()
+    a, b = first(rows), again(rows)
+    assert a.dropped.equals(b.dropped) and a.kept.equals(b.kept)
+    assert sorted(a.dropped["reason"].to_list()) == ["gold_patch", "instance_id", "problem_statement"]
+
+
+def test_changed_tables_get_a_new_index_and_an_unwritable_cache_builds_in_memory(tmp_path: Path) -> None:
+    tables = tmp_path / "bench"
+    shutil.copytree(BENCH, tables)
+    key = tables_key(tables)
+    (tables / "swebench_live_ids.csv").write_text("instance_id\nacme__widget-7\n")
+    assert tables_key(tables) != key
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    ctx = load_context(Config(benchmarks=str(tables), workdir=str(blocked)))
+    assert ctx.benchmarks is not None and "acme__widget-7" in ctx.benchmarks["instance_id"].to_list()
+    out = BenchmarkLeak(ctx)(_leak_rows())
+    assert sorted(out.dropped["reason"].to_list()) == ["gold_patch", "instance_id", "problem_statement"]

@@ -258,3 +258,40 @@ def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(
     assert parts.units_total > whole.units_total
     assert whole.stats["invariant"]["ingested"] > 0
     assert tree_bytes(tmp_path / "parts") == tree_bytes(tmp_path / "whole")
+
+
+def test_shards_of_unchanged_datasets_are_kept_not_encoded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dataset whose runs did not change keeps its shards from the build before (they were made
+    from the same rows); a missing shard, or new runs, make it encode again, and the incremental
+    build is the one a fresh run on the same input gives."""
+    import pipeline.publish.publisher as publisher
+
+    encoded: list[str] = []
+    real = publisher.write_shards
+
+    def counting(frame, data_dir, **kw):  # type: ignore[no-untyped-def]
+        encoded.append(data_dir.parent.name)
+        return real(frame, data_dir, **kw)
+
+    monkeypatch.setattr(publisher, "write_shards", counting)
+    corpus, work = tmp_path / "corpus", tmp_path / "work"
+    shards = add_epoch(corpus, 1, [[distinct(i) for i in range(3)]])
+    run_pipeline(config(corpus, work))
+    assert encoded == ["mini-coder-affine-textbased"]
+    snapshot = tree_bytes(work)
+
+    run_pipeline(config(corpus, work))  # nothing new: nothing encoded
+    assert encoded == ["mini-coder-affine-textbased"] and tree_bytes(work) == snapshot
+
+    next((work / "publish").rglob("train-*.parquet")).unlink()  # a damaged build is rewritten
+    run_pipeline(config(corpus, work))
+    assert len(encoded) == 2 and tree_bytes(work) == snapshot
+
+    add_epoch(corpus, 2, [[distinct(i) for i in range(3, 5)]], keep=shards)
+    run_pipeline(config(corpus, work))
+    assert len(encoded) == 3
+    fresh = tmp_path / "fresh"
+    run_pipeline(config(corpus, fresh))
+    assert tree_bytes(work) == tree_bytes(fresh)

@@ -107,7 +107,10 @@ _DIR_HEADER = re.compile(r"^Here's the files and directories up to 2 levels deep
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
 _NUMBERED_EMPTY_TAIL = re.compile(r"(^|\n) *\d+\t\n?\Z")
 _ARROW_NUMBER = re.compile(r"^( *\d+)\u2192", re.M)
-_ARROW_AT_NUMBER = re.compile(r"^ *\d+\u2192", re.M)
+# _ARROW_NUMBER's line starts after a newline (and, by match, at the start): led by a literal, the
+# search jumps from newline to newline instead of testing a multiline ^ at every character
+_NL_ARROW_AT_NUMBER = re.compile(r"\n *\d+\u2192")
+_ARROW_AT_START = re.compile(r" *\d+\u2192")
 
 
 def _tab_number(m: re.Match[str]) -> str:
@@ -403,10 +406,8 @@ def _claude_read_body(obs: str) -> str:
     if arrows:
         # when every arrow is a line number's (the usual case), replacing them all is the same
         # edit as the per-line substitution, without a Python call per line
-        if len(_ARROW_AT_NUMBER.findall(body)) == arrows:
-            body = body.replace("\u2192", "\t")
-        else:
-            body = _ARROW_NUMBER.sub(_tab_number, body)
+        at_numbers = len(_NL_ARROW_AT_NUMBER.findall(body)) + bool(_ARROW_AT_START.match(body))
+        body = body.replace("\u2192", "\t") if at_numbers == arrows else _ARROW_NUMBER.sub(_tab_number, body)
     return body + "\n" if body else ""
 
 

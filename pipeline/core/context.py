@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -17,3 +18,12 @@ class Context:
     benchmarks: pl.DataFrame | None
     # catalog tasks: task_id, id_kind, repo, commit, upstream_id. None when no catalog.
     catalog_tasks: pl.DataFrame | None
+    # content key of the benchmark table files ("" when the tables came from elsewhere) and the folder
+    # where indexes derived from them are cached by that key (None: built in memory, not cached)
+    benchmarks_key: str = ""
+    cache: Path | None = None
+
+
+def reference_cache(config: Config) -> Path:
+    """Where the reference tables and their indexes are cached by content: the work dir's state."""
+    return Path(config.workdir) / "state" / "reference"

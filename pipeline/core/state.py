@@ -4,9 +4,15 @@ Layout under ``<workdir>/state``::
 
     cache/<unit>-<config>/{kept,drops}.parquet + meta.json   per-unit stage outputs (meta last)
     commits/<seq>.json                                       units decided by run <seq> (last)
-    published/<seq>.parquet                                  runs admitted by run <seq>
+    published/<seq>.parquet                                  index of the runs admitted by run <seq>
+    published/<seq>/<unit>-<config>.parquet                  their rows: copies of the units' kept files
     ledger/<seq>.parquet                                     drops decided by run <seq>
 
+A run's rows are encoded once, by the worker that made them, into its unit's ``kept.parquet``
+(row groups by dataset, rows by source_uid). A commit copies the kept files holding its admitted
+runs byte for byte into ``published/<seq>/`` and writes ``published/<seq>.parquet``, an index:
+the narrow columns of every admitted run and ``__file``, the state file holding its full row.
+The commit names each file with its sha256, so a damaged one is refused with the rebuild hint.
 A commit file is written only after its parquet files, so a run killed at any point leaves
 either a whole commit or none; the next run redoes the missing work from the caches.
 """
@@ -30,7 +36,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io.faults import crashpoint
-from pipeline.io.fileio import atomic_path, atomic_write_bytes, atomic_write_json, file_sha256, fsync_replace
+from pipeline.io.fileio import (
+    CopyMismatch,
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_json,
+    copy_verified,
+    file_sha256,
+    fsync_replace,
+)
+from schemas.run import PUBLISHED_NAMES
 
 # (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
 # "none" for runs without one (pipeline.orchestration.process.epoch_key)
@@ -88,6 +103,21 @@ def decode_ingested(counts: dict[str, int]) -> Counter[IngestKey]:
         ds, ep = key.rsplit("|", 1)  # the epoch never holds "|"
         out[ds, ep] += n
     return out
+
+
+# The held store's index: what the card, the stats and dedup read, without the big columns.
+# ``__bytes`` is the row's publishing size (pipeline.publish.shards.row_bytes_expr), computed by
+# the worker; ``__file`` the state-relative file holding the full row.
+ROW_BYTES = "__bytes"
+ROW_FILE = "__file"
+INDEX_COLUMNS: list[str] = [
+    *(n for n in PUBLISHED_NAMES if n not in ("messages", "patch")),
+    "dataset",
+    "epoch",
+    "exact_hash",
+    "minhash",
+    ROW_BYTES,
+]
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -176,7 +206,7 @@ def read_sealed(path: Path) -> dict[str, Any]:
     return record
 
 
-STATE_FORMAT = 2  # commit records and unit metas carry sha256s of the files they name
+STATE_FORMAT = 3  # 2: sha256s of named files; 3: the held store is an index into the unit caches
 COMMIT_NAME = re.compile(r"^(\d{6})\.json$")
 
 
@@ -237,10 +267,13 @@ class UnitWriter:
         self._drops.clear()
 
     def write(self, frame: pl.DataFrame) -> None:
-        table = frame.to_arrow()
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._tmp, table.schema, compression="zstd")
-        self._writer.write_table(table.cast(self._writer.schema))
+        """Append run rows: one row group per dataset, rows by source_uid, with each row's
+        publishing size, so the publisher reads one dataset's rows by statistics alone."""
+        for part in _by_dataset(frame):
+            table = part.to_arrow()
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._tmp, table.schema, compression="zstd")
+            self._writer.write_table(table.cast(self._writer.schema))
 
     def discard(self) -> None:
         """Forget the rows and stage drops written so far (a shard that failed verification)."""
@@ -268,6 +301,19 @@ class UnitWriter:
             for path, _ in self._drops.values():
                 path.unlink(missing_ok=True)
             raise
+
+
+def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
+    if not {"dataset", "source_uid", *PUBLISHED_NAMES} <= set(frame.columns):
+        return [frame]  # not run rows
+    from pipeline.publish.shards import row_bytes_expr
+
+    if ROW_BYTES not in frame.columns:
+        frame = frame.with_columns(row_bytes_expr().alias(ROW_BYTES))
+    if frame.height == 0:
+        return [frame]
+    ordered = frame.sort(["dataset", "source_uid"], maintain_order=True, nulls_last=True)
+    return ordered.partition_by("dataset", maintain_order=True)
 
 
 class State:
@@ -383,18 +429,39 @@ class State:
         commits = self.commits()
         return commits[-1]["seq"] + 1 if commits else 0
 
-    def write_parts(self, seq: int, published: Iterable[pl.DataFrame], drops: pl.DataFrame) -> dict[str, str]:
-        """Write run ``seq``'s admitted rows (streamed) and drops; returns their sha256 by state path.
+    def hold_unit_rows(self, seq: int, unit_key: str, config_hash: str) -> tuple[str, str]:
+        """Copy a cached unit's verified ``kept.parquet``, byte for byte, into run ``seq``'s part
+        of the held store (the rows are never encoded again; the cache stays a cache that may be
+        damaged or deleted). Returns the copy's state-relative path and sha256."""
+        src = self.unit_file(unit_key, config_hash, "kept.parquet")
+        sha: str = read_sealed(src.parent / "meta.json")["files"]["kept.parquet"]
+        rel = f"published/{seq:06d}/{src.parent.name}.parquet"
+        try:
+            copy_verified(src, self.root / rel, sha)
+        except CopyMismatch as exc:
+            raise StateDamaged(f"state file {src} is damaged ({exc}); {REBUILD_HINT}") from None
+        return rel, sha
+
+    def write_parts(
+        self,
+        seq: int,
+        index: Iterable[pl.DataFrame],
+        drops: pl.DataFrame,
+        rows: dict[str, str] | None = None,
+    ) -> dict[str, str]:
+        """Write run ``seq``'s index of admitted runs (streamed) and its drops; returns their sha256
+        by state path, with ``rows`` (:meth:`hold_unit_rows`' copies, by their sha256).
         They count for nothing until :meth:`write_record` names them."""
         name = f"{seq:06d}"
-        atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", published)
+        atomic_write_parquet_stream(self.root / "published" / f"{name}.parquet", index)
         crashpoint("commit_parts")
         with atomic_path(self.root / "ledger" / f"{name}.parquet") as tmp:  # no second copy in memory
             pq.write_table(drops.to_arrow(), tmp, compression="zstd", write_statistics=True)
-        return {
+        own = {
             rel: file_sha256(self.root / rel)
             for rel in (f"published/{name}.parquet", f"ledger/{name}.parquet")
         }
+        return {**(rows or {}), **own}
 
     def write_record(self, seq: int, units: list[str], files: dict[str, str], meta: CommitMeta) -> None:
         """The commit record, last: from here on run ``seq``'s decisions count."""
@@ -414,8 +481,15 @@ class State:
         drops: pl.DataFrame,
         meta: CommitMeta,
     ) -> None:
-        """Record run ``seq``'s decisions: admitted rows (streamed), its drops, then the record."""
-        self.write_record(seq, units, self.write_parts(seq, published, drops), meta)
+        """Record run ``seq``'s decisions with its admitted rows held in its own part (whole rows,
+        streamed; the part is its own ``__file``), its drops, then the record."""
+        rel = f"published/{seq:06d}.parquet"
+        frames = (
+            part.with_columns(pl.lit(rel).alias(ROW_FILE))
+            for frame in published
+            for part in _by_dataset(frame)
+        )
+        self.write_record(seq, units, self.write_parts(seq, frames, drops), meta)
 
     def _committed_parts(self, sub: str, pending: dict[str, str] | None = None) -> list[Path]:
         """The verified parts of ``sub`` named by the commits (and by a pending commit's files)."""
@@ -423,26 +497,49 @@ class State:
         if pending:
             self._verify_named(self.root / "(pending commit)", self.root, pending)
             names |= set(pending)
-        return [self.root / rel for rel in sorted(names) if rel.startswith(f"{sub}/")]
+        # the parts themselves, not the files of held rows under ``published/<seq>/``
+        return [self.root / rel for rel in sorted(names) if rel.startswith(f"{sub}/") and rel.count("/") == 1]
+
+    def held_files(self) -> dict[str, str]:
+        """sha256 of every file the commits name, by state path."""
+        return {rel: sha for c in self.commits() for rel, sha in (c.get("files") or {}).items()}
 
     def published(
         self, columns: list[str] | None = None, pending: dict[str, str] | None = None
     ) -> pl.DataFrame | None:
-        """The held-run store (only ``columns`` are read, to keep memory small)."""
+        """The held store's index (only ``columns`` are read, to keep memory small): one row per
+        published run, in commit order. Full rows are read with :meth:`held_rows`."""
         parts = self._committed_parts("published", pending)
-        if not parts:
-            return None
         frames = [pl.read_parquet(p, columns=columns) for p in parts if pq.read_schema(p).names]
         return pl.concat(frames, how="vertical_relaxed") if frames else None
 
-    def scan_published(self, columns: list[str], pending: dict[str, str] | None = None) -> pl.LazyFrame:
-        """A lazy scan of the store's ``columns`` (nothing is read until collected)."""
-        parts = [p for p in self._committed_parts("published", pending) if pq.read_schema(p).names]
-        if not parts:
-            from schemas.run import WORK, empty
-
-            return empty(WORK).select(columns).lazy()
-        return pl.scan_parquet(parts).select(columns)
+    def held_rows(
+        self, index: pl.DataFrame, columns: list[str], pending: dict[str, str] | None = None
+    ) -> pl.DataFrame:
+        """The ``columns`` of the runs in ``index`` (rows of :meth:`published` with ``source_uid``,
+        ``dataset`` and ``__file``), read from the committed files that hold them, one read per
+        file, pruned by the files' statistics. The order is by file, then by row in the file."""
+        named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
+        frames = []
+        for (rel,), keys in sorted(index.group_by(ROW_FILE), key=lambda kv: str(kv[0][0])):
+            path = self.root / str(rel)
+            if rel not in named:
+                raise StateDamaged(f"the held store names {path}, which no commit holds; {REBUILD_HINT}")
+            uids = keys.get_column("source_uid")
+            datasets = keys.get_column("dataset").unique()
+            where = pl.col("source_uid").is_between(pl.lit(uids.min()), pl.lit(uids.max()))
+            if datasets.len() == 1:  # lets the statistics skip the file's other datasets
+                where &= pl.col("dataset") == pl.lit(datasets[0])
+            try:
+                frames.append(
+                    pl.scan_parquet(path)
+                    .filter(where & pl.col("source_uid").is_in(uids))
+                    .select(columns)
+                    .collect()
+                )
+            except (OSError, pl.exceptions.PolarsError) as exc:
+                raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
+        return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
 
     def ledger(self, pending: dict[str, str] | None = None) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger", pending)

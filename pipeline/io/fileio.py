@@ -119,3 +119,21 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+class CopyMismatch(ValueError):
+    """The bytes copied are not the ones expected (the source changed or is damaged)."""
+
+
+def copy_verified(src: Path, dest: Path, sha: str) -> None:
+    """Atomic copy of ``src`` to ``dest``, hashing the bytes as they are copied: when they differ
+    from ``sha`` nothing is placed and :class:`CopyMismatch` is raised."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    with atomic_path(dest) as tmp:
+        with src.open("rb") as fin, tmp.open("wb") as fout:
+            for block in iter(lambda: fin.read(1 << 20), b""):
+                h.update(block)
+                fout.write(block)
+        if h.hexdigest() != sha:
+            raise CopyMismatch(f"{src} changed while it was copied (its sha256 differs from the record)")

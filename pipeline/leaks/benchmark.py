@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import orjson
 import polars as pl
 
 from pipeline.dedup.hashing import LINE_SEED, MIN_DISTINCTIVE_CHARS
 from pipeline.leaks.ngrams import bloom, gram_hashes, gram_starts, hash_set, hash_strings, token_hashes
 from pipeline.leaks.scan import GOLD_LINE, ID_LINE, KEY_WORDS, NEVER, PLUS_LINE, STMT_WORDS, ScanIndex
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
+from pipeline.reference.benchmarks import cached_dir
 
 GOLD_MIN_LINES = 3
 GOLD_CONTAINMENT = 0.5
@@ -61,7 +64,40 @@ class BenchmarkIndex:
     small_paths: dict[int, list[str]]  # inst -> files its patch touches
     stmt: pl.DataFrame  # inst, g: statement n-grams kept (df <= MAX_GRAM_DF)
     stmt_total: pl.DataFrame  # inst, total
-    probe: ScanIndex  # what the compiled scan looks up: statement n-grams, their tokens, gold key runs
+    probe: ScanIndex  # what the compiled scan looks up: statement n-grams, gold lines' key runs
+
+    @classmethod
+    def cached(cls, benchmarks: pl.DataFrame, cache: Path | None, key: str) -> BenchmarkIndex:
+        """The index of ``benchmarks`` (whose table files have content key ``key``): built once per
+        content into ``cache`` and memory-mapped by every process after (workers, later runs); built in
+        memory when there is no cache or key, or the cache cannot be written."""
+        if cache is None or not key:
+            return cls.build(benchmarks)
+        try:
+            where = cached_dir(cache, f"leak-index-{key}", lambda tmp: cls.build(benchmarks).save(tmp))
+        except OSError:
+            return cls.build(benchmarks)
+        return cls.load(where)
+
+    def save(self, folder: Path) -> None:
+        """Write the index as memory-mappable files (Arrow IPC frames, .npy arrays, a JSON rest)."""
+        for name in _FRAMES:
+            getattr(self, name).write_ipc(folder / f"{name}.arrow", compression="uncompressed")
+        for name in _ARRAYS:
+            np.save(folder / f"{name}.npy", getattr(self.probe, name))
+        meta = {"n": self.probe.n, "tail_min": self.probe.tail_min, "small_paths": self.small_paths}
+        (folder / "index.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_NON_STR_KEYS))
+
+    @classmethod
+    def load(cls, folder: Path) -> BenchmarkIndex:
+        """An index :meth:`save` wrote, memory-mapped (nothing is parsed or copied but the JSON)."""
+        meta = orjson.loads((folder / "index.json").read_bytes())
+        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r")) for name in _ARRAYS}
+        return cls(
+            **{name: pl.read_ipc(folder / f"{name}.arrow") for name in _FRAMES},
+            small_paths={int(k): v for k, v in meta["small_paths"].items()},
+            probe=ScanIndex(n=meta["n"], tail_min=meta["tail_min"], **arrays),
+        )
 
     @classmethod
     def build(cls, benchmarks: pl.DataFrame) -> BenchmarkIndex:
@@ -134,6 +170,10 @@ class BenchmarkIndex:
 
 
 _RUN = r"[A-Za-z0-9_]+"
+
+
+_FRAMES = ("inst", "ids", "gold", "gold_total", "small", "stmt", "stmt_total")
+_ARRAYS = ("stmt_bloom", "stmt_set", "key_bloom", "key_set")
 
 
 def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:

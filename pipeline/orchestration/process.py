@@ -19,7 +19,7 @@ from typing import Any, cast
 import polars as pl
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
+from pipeline.core.context import Context, reference_cache
 from pipeline.core.episode import Quarantined, RawRun
 from pipeline.core.rows import dataset_of
 from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
@@ -42,17 +42,17 @@ def epoch_key(epoch: int | None) -> str:
 
 
 def load_context(config: Config) -> Context:
-    benchmarks = None
+    benchmarks, key, cache = None, "", reference_cache(config)
     if not config.no_benchmarks and config.benchmarks:
-        from pipeline.reference.benchmarks import load_benchmarks
+        from pipeline.reference.benchmarks import load_benchmarks_cached
 
-        benchmarks = load_benchmarks(Path(config.benchmarks))
+        benchmarks, key = load_benchmarks_cached(Path(config.benchmarks), cache)
     tasks = None
     if config.catalog:
         p = Path(config.catalog) / "tasks.parquet"
         if p.exists():
             tasks = pl.read_parquet(p)
-    return Context(config=config, benchmarks=benchmarks, catalog_tasks=tasks)
+    return Context(config=config, benchmarks=benchmarks, catalog_tasks=tasks, benchmarks_key=key, cache=cache)
 
 
 def build_steps(ctx: Context) -> list[Step[Any, Any]]:

@@ -31,6 +31,9 @@ from pipeline.core.ledger import (
     sorted_drops,
 )
 from pipeline.core.state import (
+    INDEX_COLUMNS,
+    ROW_BYTES,
+    ROW_FILE,
     CommitMeta,
     IngestKey,
     State,
@@ -121,8 +124,10 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
         if commit.get("signature_scheme") == scheme:
             parts.append(pl.read_parquet(path, columns=["source_uid", "exact_hash", "minhash"]))
         else:
-            old = pl.read_parquet(path, columns=["source_uid", "messages"])
-            parts.append(add_dedup_keys(old, config.dedup).select("source_uid", "exact_hash", "minhash"))
+            index = pl.read_parquet(path, columns=["source_uid", "dataset", ROW_FILE])
+            old = state.held_rows(index, ["source_uid", "messages"]) if index.height else index
+            if old.height:
+                parts.append(add_dedup_keys(old, config.dedup).select("source_uid", "exact_hash", "minhash"))
     if config.catalog:
         parts.append(catalog_keys(state, config, scheme))
     parts = [p for p in parts if p.height]
@@ -230,7 +235,13 @@ def _no_temp_files_left(workdir: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for pattern in ("state/cache/*/.*.tmp", "state/*/.*.tmp", "ledger/.*.tmp", ".publish.tmp-*"):
+        for pattern in (
+            "state/cache/*/.*.tmp",
+            "state/*/.*.tmp",
+            "state/published/*/.*.tmp",
+            "ledger/.*.tmp",
+            ".publish.tmp-*",
+        ):
             for tmp in workdir.glob(pattern):
                 tmp.unlink(missing_ok=True)
         for stage in (workdir / "builds").glob(".staging-*"):
@@ -274,28 +285,26 @@ def _decide(
         ingested["", epoch_key(ep)] += 1
     drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
     drops.append(refused)
+    # the index columns of every new run (rows stay where the workers wrote them)
     keys = (
         pl.concat(
             [
-                pl.read_parquet(p, columns=KEY_COLUMNS).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
+                _index_of(p).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
                 for i, p in enumerate(kept_paths)
             ],
-            how="vertical",
+            how="vertical_relaxed",
         )
         if kept_paths
         else None
     )
-    excluded: dict[int, list[str]] = {}
+    admitted: pl.Series | None = None
     if keys is not None and keys.height:
         keys, taken = _taken_uids(state, keys)
         drops.append(taken.drop("__part"))
-        excluded.update(dict(taken.group_by("__part").agg("source_uid").iter_rows()))
-        keys = keys.drop("__part")
-    admitted: pl.Series | None = None
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
             step = TrajDedup(Context(config, benchmarks=None, catalog_tasks=None), held_runs(state, config))
-            res = step(keys.sort("source_uid"))
+            res = step(keys.select(KEY_COLUMNS).sort("source_uid"))
             admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
             counters.update(res.counters)
@@ -305,16 +314,19 @@ def _decide(
     )
     drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
-    def admitted_rows() -> Iterator[pl.DataFrame]:
-        for i, p in enumerate(kept_paths):
-            part = pl.read_parquet(p)
-            if admitted is not None and part.height:
-                yield part.filter(
-                    pl.col("source_uid").is_in(admitted) & ~pl.col("source_uid").is_in(excluded.get(i, []))
-                ).sort("source_uid")
-
     seq = state.next_seq()
-    files = state.write_parts(seq, admitted_rows(), ledger)
+    # the commit's index: admitted runs unit by unit, by source_uid, each naming its unit's file
+    index: list[pl.DataFrame] = []
+    rows: dict[str, str] = {}
+    if keys is not None and admitted is not None:
+        keys = keys.filter(pl.col("source_uid").is_in(admitted))
+        for (i,), part in sorted(keys.group_by("__part"), key=lambda kv: int(str(kv[0][0]))):
+            rel, sha = state.hold_unit_rows(seq, new[int(str(i))].state_key, chash)
+            rows[rel] = sha
+            index.append(part.sort("source_uid").select(*INDEX_COLUMNS, pl.lit(rel).alias(ROW_FILE)))
+    del keys
+
+    files = state.write_parts(seq, index, ledger, rows)
     counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
     return PendingCommit(
         seq,
@@ -326,6 +338,31 @@ def _decide(
             "signature_scheme": signature_scheme(config),
             "raw_bytes": sum(m.get("raw_bytes", 0) for m in metas),
         },
+    )
+
+
+def _index_of(kept: Path) -> pl.DataFrame:
+    """The index columns of a unit's kept runs (the narrow read; the publishing size is computed
+    here only for a cache written without it)."""
+    names = pq.read_schema(kept).names
+    if ROW_BYTES in names:
+        return pl.read_parquet(kept, columns=INDEX_COLUMNS)
+    from pipeline.publish.shards import row_bytes_expr
+
+    full = pl.read_parquet(kept)
+    return full.with_columns(row_bytes_expr().alias(ROW_BYTES)).select(INDEX_COLUMNS)
+
+
+def _empty_index() -> pl.DataFrame:
+    return (
+        empty(WORK)
+        .with_columns(
+            pl.lit(None, pl.Utf8).alias("exact_hash"),
+            pl.lit(None, pl.List(pl.UInt32)).alias("minhash"),
+            pl.lit(None, pl.Int64).alias(ROW_BYTES),
+            pl.lit(None, pl.Utf8).alias(ROW_FILE),
+        )
+        .select(*INDEX_COLUMNS, ROW_FILE)
     )
 
 
@@ -379,11 +416,10 @@ def _materialise(
     drops = sorted_drops(state.ledger(pending=files))
     tables: list[str] = []
     if not config.no_benchmarks and config.benchmarks:
-        from pipeline.orchestration.process import worker_setup
+        from pipeline.core.context import reference_cache
+        from pipeline.reference.benchmarks import table_names
 
-        ctx, _ = worker_setup(config)
-        if ctx.benchmarks is not None:
-            tables = sorted(set(ctx.benchmarks.get_column("benchmark").to_list()))
+        tables = table_names(Path(config.benchmarks), reference_cache(config))  # no index built here
     stats = compute_stats(
         ingested,
         published,
@@ -403,12 +439,17 @@ def _materialise(
     stage, current_intact = stage_build(workdir)
     try:
         with rep.stage("publish", total=1) as advance:
+            index = state.published(columns=[*INDEX_COLUMNS, ROW_FILE], pending=files)
+            sources = dataset_sources(index, {**state.held_files(), **(files or {})})
             datasets = publish_tree(
-                state.scan_published([*PUBLISHED_NAMES, "dataset", "epoch"], pending=files),
+                index if index is not None else _empty_index(),
                 drops,
                 stats,
                 stage,
                 benchmarks_checked=not config.no_benchmarks,
+                rows=lambda keys: state.held_rows(keys, PUBLISHED_NAMES, pending=files),
+                threads=config.workers,
+                reuse=reusable_shards(workdir / "publish", stage, state.root / SOURCES, sources),
             )
             advance()
         stats["validation"] = verify_trees(stage, datasets, stats)
@@ -422,9 +463,55 @@ def _materialise(
     if pending is not None:
         state.write_record(pending.seq, pending.units, pending.files, pending.meta)
     switch_build(workdir, stage, manifest, current_intact=current_intact)
+    # after the switch: a run killed before this line only loses the reuse, never trusts a stale one
+    atomic_write_json(state.root / SOURCES, {"build": manifest["build"], "sources": sources})
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
     return stats, datasets
+
+
+def dataset_sources(index: pl.DataFrame | None, file_sha: dict[str, str]) -> dict[str, str]:
+    """Per dataset, a sha256 of what its shards are made from: the code, and each run's
+    source_uid with the sha256 of the file holding its row. Equal sources give equal shards."""
+    from pipeline.core.config import VERSION, code_fingerprint
+
+    if index is None or not index.height:
+        return {}
+    pairs = index.select(
+        "dataset", "source_uid", pl.col(ROW_FILE).replace_strict(file_sha, default="?").alias("sha")
+    ).sort("dataset", "source_uid", "sha")
+    out = {}
+    for (ds,), part in pairs.group_by("dataset", maintain_order=True):
+        h = hashlib.sha256(f"{VERSION}+{code_fingerprint()}\n".encode())
+        for uid, sha in part.select("source_uid", "sha").iter_rows():
+            h.update(f"{uid}\0{sha}\n".encode())
+        out[str(ds)] = h.hexdigest()
+    return out
+
+
+SOURCES = "sources.json"  # state/sources.json: the published build's id and dataset_sources
+
+
+def reusable_shards(current: Path, stage: Path, record: Path, sources: dict[str, str]) -> set[str]:
+    """Datasets whose shards in the current build were made from the same sources (``record``,
+    written for that very build) and were carried into ``stage`` intact (stage_build links only
+    files that match their manifest): their shards are kept as they are, not encoded again."""
+    from pipeline.publish.publisher import MANIFEST
+
+    try:
+        manifest = orjson.loads((current / MANIFEST).read_bytes())
+        made = orjson.loads(record.read_bytes())
+        build, files, before = manifest["build"], manifest["files"], made["sources"]
+        if made["build"] != build or not isinstance(files, dict) or not isinstance(before, dict):
+            return set()
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return set()
+    out = set()
+    for ds, src in sources.items():
+        shards = [rel for rel in files if isinstance(rel, str) and rel.startswith(f"{ds}/data/")]
+        if before.get(ds) == src and shards and all((stage / rel).is_file() for rel in shards):
+            out.add(ds)
+    return out
 
 
 def write_stats(ledger_dir: Path, stats: Stats) -> None:

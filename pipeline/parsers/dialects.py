@@ -23,6 +23,8 @@ import orjson
 
 from pipeline.core.episode import Bash, ParseError, ToolCall
 
+# The XML dialect's language; _xml_spans finds the same spans with str.find
+# (tests/test_xml_spans.py checks that the two agree).
 FUNCTION_RE = re.compile(r"<function=([^>\n]{1,200})>(.*?)(?:</function>|\Z)", re.DOTALL)
 PARAM_RE = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
 GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
@@ -71,13 +73,46 @@ def _typed(value: str) -> Any:
     return value
 
 
+def _tag_name(text: str, start: int) -> int:
+    """End of the ``NAME`` of a ``<tag=NAME>`` whose name starts at ``start`` (the index of its
+    ``>``), or -1: ``[^>\n]{1,200}>`` checked with two finds instead of a regex."""
+    end = text.find(">", start, start + 201)
+    return end if end > start and text.find("\n", start, end) < 0 else -1
+
+
+def _xml_spans(text: str, open_: str, close: str, stop: str | None) -> list[tuple[str, str]]:
+    """``(name, body)`` of every ``<open_NAME>body`` up to its ``close`` (or to the next ``stop``
+    when that comes first, or to the end): what ``finditer`` of FUNCTION_RE (no stop) or
+    PARAM_RE (stop ``<parameter=``) finds, without the lazy ``(.*?)`` testing every character."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while (i := text.find(open_, pos)) >= 0:
+        start = i + len(open_)
+        end = _tag_name(text, start)
+        if end < 0:  # not a tag: the regex would try the next opening
+            pos = i + 1
+            continue
+        j = text.find(close, end + 1)
+        k = text.find(stop, end + 1, len(text) if j < 0 else j) if stop is not None else -1
+        if k >= 0:  # the next opening ends this one (it is not consumed)
+            out.append((text[start:end], text[end + 1 : k]))
+            pos = k
+        elif j >= 0:
+            out.append((text[start:end], text[end + 1 : j]))
+            pos = j + len(close)
+        else:
+            out.append((text[start:end], text[end + 1 :]))
+            break
+    return out
+
+
 def _xml_calls(body: str) -> list[ToolCall]:
     calls: list[ToolCall] = []
-    for fm in FUNCTION_RE.finditer(body):
+    for name, inner in _xml_spans(body, "<function=", "</function>", None):
         args: dict[str, Any] = {}
-        for pm in PARAM_RE.finditer(fm.group(2)):
-            args[pm.group(1).strip()] = _typed(_unwrap(pm.group(2)))
-        calls.append(ToolCall(name=fm.group(1).strip(), args=args))
+        for key, value in _xml_spans(inner, "<parameter=", "</parameter>", "<parameter="):
+            args[key.strip()] = _typed(_unwrap(value))
+        calls.append(ToolCall(name=name.strip(), args=args))
     return calls
 
 

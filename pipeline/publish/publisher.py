@@ -13,15 +13,14 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 import polars as pl
 import pyarrow.parquet as pq
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-from huggingface_hub.errors import RepositoryNotFoundError
 
 from pipeline.core.config import VERSION
 from pipeline.core.ledger import Stats
@@ -30,10 +29,15 @@ from pipeline.io.fileio import atomic_write_json, file_sha256, move_dir, replace
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
+    RowReader,
     plan_shards,
     write_bytes_if_changed,
     write_shards,
 )
+from schemas.run import PUBLISHED_NAMES
+
+if TYPE_CHECKING:  # the Hub client is imported when a Hub upload runs (a second of start-up)
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
 DATASET_RE = re.compile(r"^mini-coder-[a-z0-9][a-z0-9._-]*$")
 
@@ -81,12 +85,18 @@ def publish_tree(
     out_dir: Path,
     *,
     benchmarks_checked: bool,
+    rows: RowReader | None = None,
+    threads: int = 1,
+    reuse: set[str] | None = None,
 ) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
     ``published`` may be lazy (a scan of the run store): then only one dataset's rows are in
-    memory at a time. Trees of datasets that no longer have rows are removed. Files whose bytes
-    did not change are not rewritten, so a no-op rebuild leaves every mtime as it was.
+    memory at a time. With ``rows``, ``published`` is the store's index (narrow columns and
+    ``__bytes``): shards are planned from it and ``rows`` reads one row group's full rows at a
+    time. ``threads`` trees are written at once. The shards already in ``out_dir`` of the datasets
+    in ``reuse`` are kept as they are (their rows did not change); only their cards are written. Trees of datasets that no longer have rows are removed. Files whose bytes did not
+    change are not rewritten, so a no-op rebuild leaves every mtime as it was.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     lazy = published.lazy()
@@ -94,18 +104,22 @@ def publish_tree(
     bad = [n for n in names if not isinstance(n, str) or not DATASET_RE.match(n)]
     if bad:  # checked before anything is written
         raise PublishRefused(f"not a dataset name: {bad[0]!r}")
-    for name in names:
-        rows = lazy.filter(pl.col("dataset") == name)
+
+    def one(name: str) -> None:
+        rows_ds = lazy.filter(pl.col("dataset") == name)
         # the card needs every column but the two big ones; the shards stream row group by row group
-        narrow = rows.select(pl.exclude("messages", "patch", "minhash")).collect()
+        narrow = rows_ds.select(
+            *(n for n in PUBLISHED_NAMES if n not in ("messages", "patch")), "dataset", "epoch"
+        ).collect()
         epochs = (
             sorted(int(e) for e in narrow["epoch"].unique().to_list() if e is not None)
             if "epoch" in narrow.columns
             else []
         )
         tree = out_dir / name
-        plan = plan_shards(rows)
-        write_shards(rows, tree / "data", plan=plan)
+        plan = plan_shards(rows_ds)
+        if name not in (reuse or set()):
+            write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows)
         card = render_card(
             name,
             narrow,
@@ -118,6 +132,15 @@ def publish_tree(
         crashpoint("publish_write")
         write_bytes_if_changed(tree / "README.md", card.encode())
         crashpoint("publish_write")
+
+    if threads > 1 and len(names) > 1:
+        # Parquet reading and encoding run outside the GIL: datasets are written side by side
+        # (each tree depends only on its own rows, so the bytes are the same in any order)
+        with ThreadPoolExecutor(min(threads, len(names)), thread_name_prefix="trajpipe-publish") as pool:
+            list(pool.map(one, names))
+    else:
+        for name in names:
+            one(name)
     for old in out_dir.iterdir():
         if old.name not in names and old.is_dir() and DATASET_RE.match(old.name):
             shutil.rmtree(old)
@@ -367,6 +390,8 @@ def remote_listing(api: Any, repo_id: str, token: str | None) -> dict[str, tuple
     kwargs: dict[str, Any] = {"repo_type": "dataset", "recursive": True, "expand": True}
     if token is not None:
         kwargs["token"] = token
+    from huggingface_hub.errors import RepositoryNotFoundError
+
     try:
         entries = list(api.list_repo_tree(repo_id, **kwargs))
     except RepositoryNotFoundError:
@@ -448,6 +473,8 @@ def publish_to_hub(
     src = src.resolve()  # one build, even if `run` switches ``src`` meanwhile
     verify_build(src)
     token = resolve_token(token)
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
     api = api if api is not None else HfApi(token=token)
     auth: dict[str, Any] = {"token": token} if token is not None else {}
     plans: list[PublishPlan] = []

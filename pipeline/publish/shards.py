@@ -10,7 +10,7 @@ always gives the same shard boundaries and the same bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,11 @@ import pyarrow.parquet as pq
 from pipeline.io.fileio import atomic_write_bytes
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
+# Given the index of a dataset's runs (``source_uid``, ``dataset``, ``__file`` of a row group),
+# the full rows of those runs in any order: how a store that keeps rows where they were first
+# written (pipeline.core.state) hands them to the shard writer.
+RowReader = Callable[[pl.DataFrame], pl.DataFrame]
+ROW_BYTES = "__bytes"  # a precomputed row_bytes_expr (pipeline.core.state.ROW_BYTES)
 MAX_SHARD_BYTES = 500 * 2**20
 # ≤ 100 MB as the Hub convention allows; 32 MB bounds what the publisher holds at once (one row
 # group uncompressed, in polars and Arrow form) so its memory does not grow with a dataset
@@ -112,6 +117,7 @@ class ShardPlan:
     sizes: np.ndarray
     groups: list[tuple[int, int]]  # row groups as [start, end) over ``uids``
     shards: list[tuple[int, int]]  # shards as [first, last) over ``groups``
+    keys: pl.DataFrame | None = None  # the index rows in ``uids`` order, for a RowReader
 
     @property
     def num_bytes(self) -> int:
@@ -124,12 +130,23 @@ def plan_shards(
     max_shard_bytes: int = MAX_SHARD_BYTES,
     row_group_bytes: int = ROW_GROUP_BYTES,
 ) -> ShardPlan:
+    """Plan from the rows (their sizes computed here), or from an index with ``__bytes`` (then
+    the plan also keeps the index rows a :data:`RowReader` needs)."""
     lazy = frame.lazy()
-    missing = [n for n in PUBLISHED_NAMES if n not in lazy.collect_schema().names()]
-    if missing:
+    names = lazy.collect_schema().names()
+    indexed = ROW_BYTES in names
+    missing = [n for n in PUBLISHED_NAMES if n not in names]
+    if missing and not indexed:
         raise ValueError(f"frame lacks published columns: {missing}")
+    extra = [c for c in ("dataset", "__file") if indexed and c in names]
     keys = (
-        lazy.select("source_uid", "instance_id", "model", row_bytes_expr().alias("__size"))
+        lazy.select(
+            "source_uid",
+            "instance_id",
+            "model",
+            *extra,
+            (pl.col(ROW_BYTES) if indexed else row_bytes_expr()).alias("__size"),
+        )
         .sort(["source_uid", "instance_id", "model"], maintain_order=True)
         .collect(engine="streaming")
     )
@@ -139,14 +156,20 @@ def plan_shards(
     group_sizes = np.add.reduceat(sizes, starts) if len(starts) else np.zeros(0, dtype=np.int64)
     # Shards hold whole row groups; an empty dataset still gets one (empty) shard so it loads.
     shards = split_by_bytes(group_sizes, max_shard_bytes) or [(0, 0)]
-    return ShardPlan(keys["source_uid"].to_list(), sizes, groups, shards)
+    index = keys.select("source_uid", *extra) if extra else None
+    return ShardPlan(keys["source_uid"].to_list(), sizes, groups, shards, index)
 
 
-def _row_group(lazy: pl.LazyFrame, plan: ShardPlan, a: int, b: int) -> pa.Table:
+def _row_group(
+    lazy: pl.LazyFrame, plan: ShardPlan, a: int, b: int, rows_of: RowReader | None = None
+) -> pa.Table:
     """Rows ``a..b`` of the plan, read by their source_uid range (Parquet statistics prune the
-    rest of the store, so only the row groups holding them are read)."""
+    rest of the store, so only the row groups holding them are read), or by ``rows_of``."""
     lo, hi = plan.uids[a], plan.uids[b - 1]
-    rows = sorted_rows(lazy.filter(pl.col("source_uid").is_between(pl.lit(lo), pl.lit(hi))).collect())
+    if rows_of is not None and plan.keys is not None:
+        rows = sorted_rows(rows_of(plan.keys.slice(a, b - a)))
+    else:
+        rows = sorted_rows(lazy.filter(pl.col("source_uid").is_between(pl.lit(lo), pl.lit(hi))).collect())
     if rows.height != b - a:
         raise ValueError(
             f"source_uid is not unique between {lo!r} and {hi!r}: {rows.height} rows, want {b - a}"
@@ -161,6 +184,7 @@ def write_shards(
     max_shard_bytes: int = MAX_SHARD_BYTES,
     row_group_bytes: int = ROW_GROUP_BYTES,
     plan: ShardPlan | None = None,
+    rows_of: RowReader | None = None,
 ) -> list[Path]:
     """Write ``frame`` (PUBLISHED or WORK columns; eager or a lazy scan of the run store) as
     ``data_dir/train-0000i-of-0000N.parquet``, holding one row group of rows at a time.
@@ -175,7 +199,7 @@ def write_shards(
     paths: list[Path] = []
     for index, (g0, g1) in enumerate(plan.shards):
         dest = data_dir / shard_name(index, count)
-        tables: Iterator[pa.Table] = (_row_group(lazy, plan, a, b) for a, b in plan.groups[g0:g1])
+        tables: Iterator[pa.Table] = (_row_group(lazy, plan, a, b, rows_of) for a, b in plan.groups[g0:g1])
         if g0 == g1:  # the empty dataset's one shard
             tables = iter([PUBLISHED.empty_table()])
         write_bytes_if_changed(dest, _shard_bytes(tables))

@@ -8,15 +8,21 @@ per commit hash and the task-dedup stage matches all of them by repo + commit.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import re
-from collections.abc import Iterable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
 
-from pipeline.io.fileio import atomic_path
+from pipeline.core.config import code_fingerprint
+from pipeline.io.fileio import atomic_path, file_sha256
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
 
@@ -131,26 +137,31 @@ def read_table(path: Path) -> pl.DataFrame:
     return pl.read_json(path, infer_schema_length=None)
 
 
-def load_benchmarks(folder: Path) -> pl.DataFrame:
-    """Every benchmark table under ``folder`` (recursively), concatenated in :data:`COLUMNS` form.
-
-    Raises :class:`NoBenchmarksError` when the folder is missing or holds no benchmark table.
-    """
-    folder = Path(folder)
+def _table_paths(folder: Path) -> list[Path]:
+    """The table files under ``folder``; :class:`NoBenchmarksError` when the folder is missing."""
     if not folder.is_dir():
         raise NoBenchmarksError(
             f"benchmark folder {folder} does not exist; run `trajpipe benchmarks pull` "
             "or pass --no-benchmarks"
         )
-    frames: list[pl.DataFrame] = []
     # Hidden folders (the Hub download cache of `pull`) hold raw files, not tables.
-    paths = sorted(
+    return sorted(
         p
         for p in folder.rglob("*")
         if p.is_file()
         and p.suffix.lower() in _TABLE_EXTS
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
+
+
+def load_benchmarks(folder: Path) -> pl.DataFrame:
+    """Every benchmark table under ``folder`` (recursively), concatenated in :data:`COLUMNS` form.
+
+    Raises :class:`NoBenchmarksError` when the folder is missing or holds no benchmark table.
+    """
+    folder = Path(folder)
+    paths = _table_paths(folder)
+    frames: list[pl.DataFrame] = []
     for path in paths:
         table = normalise_table(read_table(path), benchmark_name(path))
         if table is not None and table.height:
@@ -161,6 +172,65 @@ def load_benchmarks(folder: Path) -> pl.DataFrame:
             "run `trajpipe benchmarks pull` or pass --no-benchmarks"
         )
     return pl.concat(frames, how="vertical").unique(maintain_order=True)
+
+
+def tables_key(folder: Path) -> str:
+    """Content key of the benchmark tables under ``folder``: sha256 over each table file's path
+    (relative) and bytes, and the code that reads them."""
+    folder = Path(folder)
+    h = hashlib.sha256(f"tables:{code_fingerprint()}".encode())
+    for path in _table_paths(folder):
+        h.update(f"\0{path.relative_to(folder).as_posix()}\0{file_sha256(path)}".encode())
+    return h.hexdigest()[:24]
+
+
+def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
+    """``root/key``, a folder ``build`` fills once: the first process builds it (under a lock, into a
+    temp folder renamed into place when complete), every later one finds it. Content-keyed, so a
+    folder is never stale; OSError when ``root`` cannot be written."""
+    final = root / key
+    if (final / _DONE).exists():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (final / _DONE).exists():
+            tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}."))
+            try:
+                build(tmp)
+                (tmp / _DONE).write_bytes(b"")
+                shutil.rmtree(final, ignore_errors=True)  # a folder some crash left without _DONE
+                os.replace(tmp, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+    return final
+
+
+_DONE = "DONE"
+
+
+def load_benchmarks_cached(folder: Path, cache: Path | None) -> tuple[pl.DataFrame, str]:
+    """:func:`load_benchmarks` and the tables' content key; with ``cache``, the table is read once
+    per content into ``cache/<key>/benchmarks.arrow`` and memory-mapped by every later process."""
+    key = tables_key(folder)
+    if cache is None:
+        return load_benchmarks(folder), key
+
+    def build(tmp: Path) -> None:
+        load_benchmarks(folder).write_ipc(tmp / "benchmarks.arrow", compression="uncompressed")
+
+    try:
+        where = cached_dir(cache, f"tables-{key}", build)
+    except OSError:  # a read-only work dir: read the tables as they are
+        return load_benchmarks(folder), key
+    return pl.read_ipc(where / "benchmarks.arrow"), key
+
+
+def table_names(folder: Path, cache: Path | None) -> list[str]:
+    """The benchmark names of the tables under ``folder`` (for the card), sorted."""
+    frame, _ = load_benchmarks_cached(folder, cache)
+    return sorted(set(frame.get_column("benchmark").to_list()))
 
 
 # --- pulling from the Hub -------------------------------------------------------------------

@@ -16,7 +16,7 @@ Rust regex (polars, vectorised) reach the Python rules.
 
 ``BenchmarkLeak`` drops runs on non-benchmark tasks whose text carries a benchmark instance
 (``instance_id``, ``gold_patch``, ``problem_statement``: :mod:`pipeline.leaks.benchmark`). The index
-is built once per worker.
+is built once per content of the benchmark tables and memory-mapped by every process after.
 """
 
 from __future__ import annotations
@@ -87,7 +87,11 @@ class BenchmarkLeak(Stage):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.enabled = ctx.benchmarks is not None and ctx.benchmarks.height > 0
-        self.index = BenchmarkIndex.build(ctx.benchmarks) if self.enabled else None  # type: ignore[arg-type]
+        self.index = (
+            BenchmarkIndex.cached(ctx.benchmarks, ctx.cache, ctx.benchmarks_key)  # type: ignore[arg-type]
+            if self.enabled
+            else None
+        )
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
