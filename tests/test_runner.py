@@ -295,3 +295,31 @@ def test_shards_of_unchanged_datasets_are_kept_not_encoded_again(
     fresh = tmp_path / "fresh"
     run_pipeline(config(corpus, fresh))
     assert tree_bytes(work) == tree_bytes(fresh)
+
+
+def test_units_are_mapped_largest_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longest-processing-time first: a large chunk listed last would otherwise run alone at the end."""
+    import pipeline.orchestration.runner as runner
+
+    corpus = tmp_path / "corpus"
+    add_epoch(corpus, 1, [[distinct(1)], [distinct(i) for i in range(2, 40)], [distinct(50), distinct(51)]])
+    mapped: list[list[str]] = []
+    real = runner.make_executor
+
+    def recording(*a, **kw):
+        ex = real(*a, **kw)
+        inner = ex.map
+
+        def map_(fn, items, *args, **kws):
+            mapped.append([u.key for u in items])
+            return inner(fn, items, *args, **kws)
+
+        ex.map = map_
+        return ex
+
+    monkeypatch.setattr(runner, "make_executor", recording)
+    summary = run_pipeline(config(corpus, tmp_path / "work"))
+    assert summary.stats["invariant"]["ok"]
+    (keys,) = mapped
+    sizes = [(corpus / VIEW_DIR / Path(k).name).stat().st_size for k in keys]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1]
