@@ -675,6 +675,12 @@ def main(argv: list[str]) -> None:
 
     say(f"measuring {head.name}: {info['raw_bytes'] / MB:,.0f} MB raw, {args.reps} reps")
     reps: list[dict[str, Any]] = []
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        raw = {"command": command, "corpus": info, "before": getattr(args, "before_sha", None), "reps": reps}
+        args.results.with_suffix(".json").write_bytes(orjson.dumps(raw, option=orjson.OPT_INDENT_2))
+
     for i in range(args.reps):
         rep: dict[str, Any] = {"load": [os.getloadavg()[0]]}
         # the floor sits between the two pipelines; before and after swap places every rep
@@ -692,6 +698,7 @@ def main(argv: list[str]) -> None:
         }
         rep["load"].append(os.getloadavg()[0])
         reps.append(rep)
+        save()  # after every rep: an interrupted run keeps what it measured
         msg = (
             f"  rep {i + 1}: pipeline {rep['after']['pipeline_wall']:.1f}s, floor {rep['floor']['floor_wall']:.1f}s "
             f"({rep['after']['pipeline_wall'] / rep['floor']['floor_wall']:.2f}×)"
@@ -703,12 +710,7 @@ def main(argv: list[str]) -> None:
     sys.stdout.write(text)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(text)
-    args.results.with_suffix(".json").write_bytes(
-        orjson.dumps(
-            {"command": command, "corpus": info, "before": getattr(args, "before_sha", None), "reps": reps},
-            option=orjson.OPT_INDENT_2,
-        )
-    )
+    save()
 
 
 if __name__ == "__main__":
