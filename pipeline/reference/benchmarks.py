@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -22,7 +21,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from pipeline.core.config import code_fingerprint
-from pipeline.io.fileio import atomic_path, file_sha256
+from pipeline.io.fileio import atomic_path, file_sha256, move_dir
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
 
@@ -200,7 +199,7 @@ def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
                 build(tmp)
                 (tmp / _DONE).write_bytes(b"")
                 shutil.rmtree(final, ignore_errors=True)  # a folder some crash left without _DONE
-                os.replace(tmp, final)
+                move_dir(tmp, final)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
