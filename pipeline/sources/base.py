@@ -299,6 +299,9 @@ class _Counting(io.RawIOBase):
         return n
 
 
+_CONTENT = re.compile(rb"\S[^\n]*")  # a line from its first non-blank byte (blank lines are skipped in C)
+
+
 def iter_gzip_lines(
     stream: IO[bytes],
     *,
@@ -307,10 +310,10 @@ def iter_gzip_lines(
     raw_sha: hashlib._Hash | None,
 ) -> Iterator[tuple[int, bytes | None, str]]:
     """Yield ``(line_no, line_bytes | None, problem)`` for every non-blank line of a gzip JSONL
-    stream, each from its first non-blank byte, hashing the uncompressed bytes into ``raw_sha``.
-    Blank lines are counted (line numbers stay those of the file) but never yielded. Memory
-    stays within one block plus one record. Raises ``ShardTooLarge`` / ``EOFError`` /
-    ``OSError`` / ``zlib.error`` for a stream that cannot be read whole."""
+    stream, hashing the uncompressed bytes into ``raw_sha``. Blank lines are counted (line numbers
+    stay those of the file) but never materialised, so a stream of newlines costs only the
+    decompression. Memory stays within one block plus one record. Raises ``ShardTooLarge`` /
+    ``EOFError`` / ``OSError`` / ``zlib.error`` for a stream that cannot be read whole."""
     gz = gzip.GzipFile(fileobj=stream)
     total = 0
     line_no = 0  # lines completed before ``pending``
@@ -325,28 +328,40 @@ def iter_gzip_lines(
             raise ShardTooLarge(f"decompressed size exceeds {max_chunk_bytes} bytes")
         if raw_sha is not None:
             raw_sha.update(block)
-        if skipping:  # inside an over-long record: drop it up to its newline
+        last = block.rfind(b"\n")
+        if last < 0:  # no line ends in this block
+            if not skipping:
+                pending += block
+                if len(pending) > max_record_bytes:
+                    yield line_no + 1, None, "record_too_large"
+                    pending, skipping = b"", True
+            continue
+        if skipping:  # the over-long record ends in this block
             head_end = block.find(b"\n")
-            if head_end < 0:
-                continue
             line_no += 1
             skipping = False
-            block = block[head_end + 1 :]
-        # one split per block, as the decode floor does: C finds the lines, Python sees each once
-        lines = (pending + block if pending else block).split(b"\n")
-        pending = lines.pop()
-        for i, raw in enumerate(lines, line_no + 1):
-            line = raw.lstrip()  # from the first non-blank byte; a blank line is skipped
-            if line:
-                yield (i, None, "record_too_large") if len(line) > max_record_bytes else (i, line, "")
-        line_no += len(lines)
+            data, start = block[: last + 1], head_end + 1
+        else:
+            data, start = pending + block[: last + 1], 0
+        pos = start
+        for m in _CONTENT.finditer(data, start):
+            line_no += data.count(b"\n", pos, m.start())
+            line = m.group()
+            yield (
+                (line_no + 1, None, "record_too_large")
+                if len(line) > max_record_bytes
+                else (line_no + 1, line, "")
+            )
+            pos = m.end()  # the gap to the next line is counted, never a line again
+        line_no += data.count(b"\n", pos)
+        pending = block[last + 1 :]
         if len(pending) > max_record_bytes:
             yield line_no + 1, None, "record_too_large"
             pending, skipping = b"", True
-    if not skipping:
-        tail = pending.lstrip()
+    if pending and not skipping:
+        tail = _CONTENT.search(pending)
         if tail:
-            yield line_no + 1, tail, ""
+            yield line_no + 1, tail.group(), ""
 
 
 class ShardTooLarge(Exception):
