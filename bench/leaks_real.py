@@ -55,9 +55,9 @@ def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[
         # quarantined records (unreadable file, malformed line) are no runs; parse/convert drops are
         totals["runs"] += sum(1 for i in items if not isinstance(i, Quarantined))
         totals["quarantined"] += sum(1 for i in items if isinstance(i, Quarantined))
-        totals["not_converted"] += sum(d.height for d in drops)
-        for d in drops:
-            totals.update(f"{s}/{r}" for s, r in d.select("stage", "reason").iter_rows())
+        totals["not_converted"] += sum(dropped.height for dropped in drops)
+        for dropped in drops:
+            totals.update(f"{s}/{r}" for s, r in dropped.select("stage", "reason").iter_rows())
         if not frame.height:
             continue
         for k in range(frame.height):  # one run at a time: attempt counters are per batch
@@ -101,7 +101,7 @@ def main() -> None:
     records, totals = scan(files_of(a.paths), bench)
     outcomes = Counter(str(r["outcome"]) for r in records)
     print(
-        f"files/runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}"
+        f"runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}"
         f", quarantined records {totals['quarantined']}"
     )
     print("not converted:", {k: v for k, v in sorted(totals.items()) if "/" in k})
