@@ -13,6 +13,7 @@ precision/recall per kind and MB/s of input text (commands + outputs + message c
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
 import string
@@ -139,9 +140,20 @@ class Gen:
             "stripe_key": "sk_live_" + rand(24),
             "jwt": "eyJ" + rand(30) + ".eyJ" + rand(40) + "." + rand(43),
             "url_password": rand(14),
+            "auth_header": rand(r.randint(20, 40), string.ascii_letters + string.digits + "._-"),
             "env_secret": rand(20),
             "private_key": "\n".join(rand(64, b64) for _ in range(r.randint(3, 8))),
+            # base64 of text holding a vendor token, at each byte alignment of its prefix
+            "encoded_secret": base64.b64encode(
+                r.choice(["", "x:", "GITHUB_TOKEN=", "token: "]).encode()
+                + r.choice(
+                    ["ghp_" + rand(36), "glpat-" + rand(20), "hf_" + rand(34), "sk_live_" + rand(24)]
+                ).encode()
+            ).decode(),
         }[kind]
+        scheme = r.choice(["Basic", "Bearer", "token"])
+        if kind == "auth_header" and scheme == "Basic":  # base64 of user:password
+            v = base64.b64encode(f"ci:{rand(14)}".encode()).decode()
         name = r.choice(
             ["DB_PASSWORD", "STRIPE_API_KEY", "MY_SERVICE_TOKEN", "APP_SECRET_KEY", "CLIENT_SECRET"]
         )
@@ -165,7 +177,15 @@ class Gen:
             "stripe_key": f'stripe.api_key = "{v}"',
             "jwt": f"Authorization: Bearer {v}",
             "url_password": f"pip install -i https://ci:{v}@pkgs.example.com/simple x",
+            "auth_header": r.choice(
+                [
+                    f'curl -sH "Authorization: {scheme} {v}" https://api.example.com/v1',
+                    f'requests.get(url, headers={{"Authorization": "{scheme} {v}"}})',
+                    f"Proxy-Authorization: {scheme} {v}",
+                ]
+            ),
             "env_secret": f"{name}={v}",
+            "encoded_secret": r.choice([f"echo {v} | base64 -d", f"  token: {v}", f"CREDS_B64={v}"]),
             "private_key": f"-----BEGIN RSA PRIVATE KEY-----\n{v}\n-----END RSA PRIVATE KEY-----",
         }[kind]
         return text, v
@@ -855,10 +875,11 @@ def from_workdir(args: argparse.Namespace) -> str:
         "|---|---|---|---|---|---|",
     ]
     for k in SECRET_KINDS:
-        rc = 1 - leaked[k] / planted[k] if planted[k] else 1.0
+        # a kind the labelled corpus never planted is shown as unmeasured, not as 100%
+        rc = f"{1 - leaked[k] / planted[k]:.2%}" if planted[k] else "n/a: not planted by this corpus"
         lines.append(
             f"| {k} | {planted[k]} | {published_runs[k]} | {leaked[k]} | {counters.get(f'scrub/{k}', 0)} | "
-            f"{rc:.2%} |"
+            f"{rc} |"
         )
     residue: defaultdict[str, int] = defaultdict(int)
     for text in pub.values():

@@ -3,9 +3,10 @@
     .venv/bin/python bench/leaks_real.py tests/fixtures/real [more dirs or files] [--benchmarks ../shared/benchmarks]
         [--csv out.csv] [--show-attempts]
 
-Each file goes through the pipeline's own parse -> convert (as ``trajpipe convert`` does), then the
-SolutionLeak stage (and BenchmarkLeak when a benchmarks folder is given). Prints one line per run that
-was dropped or had an attempt: file, stage/reason or attempts, and the drop's detail.
+Each file goes through the pipeline's own quarantine -> parse -> convert steps (``pipeline.stages.STEPS``,
+as ``trajpipe convert`` runs them, step limit 250), then the SolutionLeak stage (and BenchmarkLeak when a
+benchmarks folder is given). Prints one line per run that was dropped or had an attempt: file,
+stage/reason or attempts, and the drop's detail.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.core.config import Config
+from pipeline.core.config import Config, Limits
 from pipeline.core.context import Context
 from pipeline.core.episode import Quarantined
-from pipeline.orchestration.process import convert_runs
+from pipeline.orchestration.process import run_steps
 from pipeline.parsers.files import iter_trajectory_file
+from pipeline.stages import STEPS
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
-from schemas.run import WORK, empty
 
 SUFFIXES = (".traj", ".json", ".jsonl", ".gz")
 
@@ -42,18 +43,23 @@ def files_of(paths: list[Path]) -> list[Path]:
 
 def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[str, object]], Counter[str]]:
     """One record per converted run: file, source_uid, outcome (kept / stage/reason), attempts, detail."""
-    ctx = Context(config=Config(no_benchmarks=benchmarks is None), benchmarks=benchmarks, catalog_tasks=None)
+    config = Config(no_benchmarks=benchmarks is None, limits=Limits(step_limit=250))
+    ctx = Context(config=config, benchmarks=benchmarks, catalog_tasks=None)
+    read = [step(ctx) for step in STEPS if step.name in ("quarantine", "parse", "convert")]
     stages = [SolutionLeak(ctx), *([BenchmarkLeak(ctx)] if benchmarks is not None else [])]
     records: list[dict[str, object]] = []
     totals: Counter[str] = Counter()
     for f in files:
-        raws = [r for r in iter_trajectory_file(f) if not isinstance(r, Quarantined)]
-        rows, drops, _ = convert_runs(raws, 250)
-        totals["runs"] += len(raws)
-        totals["not_converted"] += len(drops)
-        if not rows:
+        items = list(iter_trajectory_file(f))
+        frame, (_, *drops), _ = run_steps(read, items)
+        # quarantined records (unreadable file, malformed line) are no runs; parse/convert drops are
+        totals["runs"] += sum(1 for i in items if not isinstance(i, Quarantined))
+        totals["quarantined"] += sum(1 for i in items if isinstance(i, Quarantined))
+        totals["not_converted"] += sum(dropped.height for dropped in drops)
+        for dropped in drops:
+            totals.update(f"{s}/{r}" for s, r in dropped.select("stage", "reason").iter_rows())
+        if not frame.height:
             continue
-        frame = pl.DataFrame(rows, schema=empty(WORK).schema)
         for k in range(frame.height):  # one run at a time: attempt counters are per batch
             batch = frame[k : k + 1]
             rec: dict[str, object] = {
@@ -95,8 +101,10 @@ def main() -> None:
     records, totals = scan(files_of(a.paths), bench)
     outcomes = Counter(str(r["outcome"]) for r in records)
     print(
-        f"files/runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}"
+        f"runs {totals['runs']}, converted {totals['converted']}, not converted {totals['not_converted']}"
+        f", quarantined records {totals['quarantined']}"
     )
+    print("not converted:", {k: v for k, v in sorted(totals.items()) if "/" in k})
     print("outcomes:", dict(outcomes))
     print("runs with unconfirmed attempts:", sum(1 for r in records if r["attempts"]))
     for r in records:
