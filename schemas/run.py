@@ -99,10 +99,10 @@ DROPS: pa.Schema = pa.schema(
 def polars_schema(schema: pa.Schema) -> pl.Schema:
     """The polars view of an Arrow schema (for building empty frames with the right dtypes).
 
-    Cached: the conversion goes through ``pl.from_arrow``, whose first call is costly. The empty
+    Cached: the Arrow conversion's first call is costly. The empty
     table is built from no batches: ``Schema.empty_table()`` and ``pa.table`` import pandas (~0.8 s
     per process) to check whether their input is a pandas frame."""
-    return pl.from_arrow(pa.Table.from_batches([], schema=schema)).schema
+    return pl.DataFrame(pa.Table.from_batches([], schema=schema)).schema
 
 
 def empty(schema: pa.Schema) -> pl.DataFrame:

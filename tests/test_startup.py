@@ -1,0 +1,23 @@
+"""Start-up cost: what a worker or the CLI imports before it does any work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_the_cli_and_the_per_unit_code_import_no_pandas() -> None:
+    """pandas costs ~0.4 CPU-s per process and trajpipe never uses it; it is installed here only as a
+    dependency of the dev extra's `datasets`. (pyarrow itself imports it, when installed, to check
+    whether an input is a pandas object: that cost is pyarrow's, not ours, and a runtime install has
+    no pandas.)"""
+    code = (
+        "import sys\n"
+        "import pipeline.cli, pipeline.orchestration.process, pipeline.orchestration.runner\n"
+        "from schemas.run import DROPS, PUBLISHED, WORK, empty\n"
+        "for s in (DROPS, PUBLISHED, WORK):\n"
+        "    empty(s)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
