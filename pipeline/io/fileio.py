@@ -125,15 +125,25 @@ class CopyMismatch(ValueError):
     """The bytes copied are not the ones expected (the source changed or is damaged)."""
 
 
-def copy_verified(src: Path, dest: Path, sha: str) -> None:
+def copy_verified(src: Path, dest: Path, sha: str, *, keep_same: bool = False) -> bool:
     """Atomic copy of ``src`` to ``dest``, hashing the bytes as they are copied: when they differ
-    from ``sha`` nothing is placed and :class:`CopyMismatch` is raised."""
+    from ``sha`` nothing is placed and :class:`CopyMismatch` is raised. With ``keep_same`` a
+    ``dest`` that already holds the bytes is not touched (same mtime). Returns whether it changed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     h = hashlib.sha256()
-    with atomic_path(dest) as tmp:
+    try:
         with src.open("rb") as fin, tmp.open("wb") as fout:
             for block in iter(lambda: fin.read(1 << 20), b""):
                 h.update(block)
                 fout.write(block)
         if h.hexdigest() != sha:
             raise CopyMismatch(f"{src} changed while it was copied (its sha256 differs from the record)")
+        if keep_same:
+            return replace_if_changed(tmp, dest)
+        fsync_replace(tmp, dest)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -25,7 +25,14 @@ import pyarrow.parquet as pq
 from pipeline.core.config import VERSION
 from pipeline.core.ledger import Stats
 from pipeline.io.faults import crashpoint
-from pipeline.io.fileio import atomic_write_json, file_sha256, move_dir, replace_if_changed, switch_symlink
+from pipeline.io.fileio import (
+    CopyMismatch,
+    atomic_write_json,
+    copy_verified,
+    file_sha256,
+    move_dir,
+    switch_symlink,
+)
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
     SHARD_RE,
@@ -148,21 +155,12 @@ def publish_tree(
 
 
 def _copy_verified(src: Path, dest: Path, sha: str) -> bool:
-    """Copy ``src`` to ``dest`` (temp + rename), hashing the bytes as they are copied: a file that
+    """Copy ``src`` to ``dest`` atomically, hashing the bytes as they are copied: a file that
     differs from the manifest's sha256 is refused, never placed. Unchanged files are not touched."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    h = hashlib.sha256()
     try:
-        with src.open("rb") as fin, tmp.open("wb") as fout:
-            for block in iter(lambda: fin.read(1 << 20), b""):
-                h.update(block)
-                fout.write(block)
-        if h.hexdigest() != sha:
-            raise PublishRefused(f"{src} changed while it was copied (sha256 differs from the manifest)")
-        return replace_if_changed(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+        return copy_verified(src, dest, sha, keep_same=True)
+    except CopyMismatch as exc:
+        raise PublishRefused(f"{src} changed while it was copied (sha256 differs from the manifest)") from exc
 
 
 def _stats_near(src: Path) -> Stats | None:
