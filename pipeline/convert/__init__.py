@@ -36,7 +36,7 @@ from pipeline.convert.render import (
     render_assistant,
     render_messages,
 )
-from pipeline.convert.roots import rewrite_roots
+from pipeline.convert.roots import RootRewriter
 from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.common import SUBMIT_MARKERS
@@ -55,16 +55,6 @@ class Converted:
     problem_statement: str = ""  # the task as rendered: its roots rewritten like every message
 
 
-def _roots(value: object, root: str | None, repo: str | None) -> object:
-    if isinstance(value, str):
-        return rewrite_roots(value, root, repo)
-    if isinstance(value, list):
-        return [_roots(v, root, repo) for v in value]
-    if isinstance(value, dict):
-        return {k: _roots(v, root, repo) for k, v in value.items()}
-    return value
-
-
 def _submission(obs: str) -> str:
     """The patch a finish step recorded: after a sentinel line, or a diff on its own."""
     if is_sentinel_output(obs):
@@ -80,7 +70,7 @@ def _is_submit_command(cmd: str) -> bool:
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
     counters: Counter[str] = Counter()
     state = ToolState(counters=counters)
-    root, repo = ep.meta.repo_root, ep.task.repo
+    roots = RootRewriter(ep.meta.repo_root, ep.task.repo)
     thoughts: list[str] = []
     commands: list[str] = []
     outputs: list[str] = []
@@ -89,11 +79,11 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
     submitted = False
 
     for turn, step in enumerate(ep.steps):
-        thought = rewrite_roots(step.thought, root, repo).strip()
-        obs = rewrite_roots(step.observation, root, repo)
+        thought = roots(step.thought).strip()
+        obs = roots(step.observation)
         if isinstance(step.call, Bash):
             name = "bash"
-            cmd = peel_wrappers(rewrite_roots(step.call.command, root, repo))
+            cmd = peel_wrappers(roots(step.call.command))
             out, marked = split_exit_marker(obs)
             action = (
                 Action("submit", output=obs)
@@ -102,7 +92,7 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
             )
         elif isinstance(step.call, ToolCall):
             name = step.call.name
-            args = _roots(step.call.args, root, repo)
+            args = roots.deep(step.call.args)
             assert isinstance(args, dict)
             action = convert_call(name, args, obs, step.returncode, turn, state)
             if action.kind == "run" and _is_submit_command(action.command):
@@ -124,7 +114,7 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
             if not commands:
                 raise ConvertError("no_actions", f"turn {turn}: {name} before any command")
             # a finish message is the agent's closing words: part of the submit turn's thought
-            words = [*carry, thought, rewrite_roots(action.text, root, repo).strip()]
+            words = [*carry, thought, roots(action.text).strip()]
             thoughts.append("\n\n".join(w for w in words if w))
             patch = _submission(action.output)
             if not patch:
@@ -170,6 +160,6 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
 
     counters["convert/turns"] += len(commands)
     # a harness preamble in the task ("checked out at /repo") names the root too
-    task = rewrite_roots(ep.task.problem_statement, root, repo)
+    task = roots(ep.task.problem_statement)
     messages = render_messages(task, thoughts, commands, outputs, returncodes, submitted)
     return Converted(messages, commands, outputs, returncodes, submitted, counters, task)

@@ -89,6 +89,34 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
     return _pattern(None, None, named=False).sub(TESTBED, text)
 
 
+class RootRewriter:
+    """``rewrite_roots(text, repo_root, repo)`` for one run's many texts: the run's pattern is
+    looked up once, not once per text."""
+
+    def __init__(self, repo_root: str | None = None, repo: str | None = None) -> None:
+        self.repo = repo
+        self.rooted = _pattern(repo_root, repo or None).sub if repo_root and repo_root.rstrip("/") else None
+
+    def __call__(self, text: str) -> str:
+        if "/" not in text:
+            return text
+        if self.rooted is not None:
+            return self.rooted(TESTBED, text)
+        if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
+            return _pattern(None, self.repo).sub(TESTBED, text)
+        return _pattern(None, None, named=False).sub(TESTBED, text)
+
+    def deep(self, value: object) -> object:
+        """Every string in a tool call's arguments (lists and dicts walked) rewritten."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {k: self.deep(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.deep(v) for v in value]
+        return value
+
+
 # Residue a converted run must not hold (validate's ``foreign_root``): ``/repo``, ``/app``,
 # SWE-agent's ``/<owner>__<repo>`` and ``/workspace/<the repo's name>``. Any other path under
 # /workspace (a scratch file, another project) is not a checkout, as in rewrite_roots; home and
