@@ -181,10 +181,14 @@ def peel_wrappers(cmd: str) -> str:
     while True:
         m = _WRAP_RE.match(cmd)
         if m:
-            try:
-                words = shlex.split(m.group(1))
-            except ValueError:
-                words = []
+            script = m.group(1)
+            if len(script) > 1 and script[0] == "'" == script[-1] and "'" not in script[1:-1]:
+                words = [script[1:-1]]  # one single-quoted word, what shlex.split would return
+            else:
+                try:
+                    words = shlex.split(script)
+                except ValueError:
+                    words = []
             if len(words) == 1:
                 cmd = words[0].strip()
                 continue

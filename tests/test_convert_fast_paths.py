@@ -3,10 +3,15 @@ code (kept as the specification) on generated inputs built from the pieces that 
 
 from __future__ import annotations
 
+import shlex
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline import shell
+from pipeline.convert import _is_submit_command
 from pipeline.convert.roots import RootRewriter, rewrite_roots
+from pipeline.parsers.common import SUBMIT_MARKERS
 
 # texts made of paths (a root's forms, look-alikes, the repo's names) and what may stand before one
 _SEGMENTS = ["repo", "app", "workspace", "home", "alice", "tmp", "tmpab12cd", "testbed", "astropy", "pandas"]
@@ -46,3 +51,46 @@ def test_a_runs_root_rewriter_is_rewrite_roots(texts: list[str], root: str | Non
             "nested": {"x": [rewrite_roots(t, root, repo) for t in texts[-1:]]},
         }
     )
+
+
+def _peel_with_shlex(cmd: str) -> str:
+    """pipeline.shell.peel_wrappers before its single-quote fast path: every script through shlex."""
+    cmd = cmd.strip()
+    while True:
+        m = shell._WRAP_RE.match(cmd)
+        if m:
+            try:
+                words = shlex.split(m.group(1))
+            except ValueError:
+                words = []
+            if len(words) == 1:
+                cmd = words[0].strip()
+                continue
+        m = shell._CD_RE.match(cmd) or shell._TIMEOUT_RE.match(cmd)
+        if m:
+            cmd = m.group(1).strip()
+            continue
+        return cmd
+
+
+_SCRIPT_PIECES = ["'", '"', "\\", " ", "\n", "ls", "-la", "cd /testbed", "&&", "#", "$HOME", "''", "x"]
+_scripts = st.lists(st.sampled_from(_SCRIPT_PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(["bash -lc ", "sh -c ", "/bin/bash -c ", "timeout 30 bash -lc ", ""]), _scripts)
+def test_peeling_a_single_quoted_script_is_what_shlex_does(wrapper: str, script: str) -> None:
+    for cmd in (wrapper + script, f"{wrapper}'{script}'", f"{wrapper}'{script.replace(chr(39), '')}'"):
+        assert shell.peel_wrappers(cmd) == _peel_with_shlex(cmd)
+
+
+@given(_scripts)
+def test_a_submit_command_is_one_naming_a_sentinel(text: str) -> None:
+    for cmd in (
+        text,
+        f"echo {text}MINI_SWE_AGENT_FINAL_OUTPUT",
+        f"{text}NANO_SWE_AGENT_FINAL_OUTP",
+        " submit ",
+    ):
+        want = cmd.strip() == "submit" or any(s in cmd for s in SUBMIT_MARKERS)
+        assert _is_submit_command(cmd) == want

@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -63,8 +64,11 @@ def _submission(obs: str) -> str:
     return stripped if stripped.startswith("diff --git") else ""
 
 
+_SUBMIT_MARKER = re.compile("|".join(re.escape(s) for s in SUBMIT_MARKERS))
+
+
 def _is_submit_command(cmd: str) -> bool:
-    return cmd.strip() == "submit" or any(s in cmd for s in SUBMIT_MARKERS)
+    return cmd.strip() == "submit" or _SUBMIT_MARKER.search(cmd) is not None
 
 
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
