@@ -3,11 +3,13 @@ polars builds from the same row dicts, value for value and type for type."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import polars as pl
 
-from pipeline.stages.convert import Convert
+from pipeline.stages.convert import Convert, _frame
 from schemas.run import WORK, empty
 from tests.builders import CTX
 
@@ -35,6 +37,27 @@ def test_kept_rows_become_the_frame_polars_would_build_from_them() -> None:
     want = pl.DataFrame(rows, schema=empty(WORK).schema)
     assert got.schema == want.schema
     assert got.to_arrow().equals(want.to_arrow())
+
+
+def test_the_fast_build_is_that_frame_without_falling_back() -> None:
+    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[], messages=[])]
+    got = _frame(rows)  # called directly: a fallback cannot hide a difference
+    want = pl.DataFrame(rows, schema=empty(WORK).schema)
+    assert got.schema == want.schema
+    assert got.to_arrow().equals(want.to_arrow())
+
+
+def test_collecting_rows_imports_no_pandas() -> None:
+    """pa.array over Python objects imports pandas where it is installed (~0.6 CPU-s per worker)."""
+    code = (
+        "import sys\n"
+        "from pipeline.stages.convert import _frame\n"
+        "from tests.test_convert_collect import _row\n"
+        "_frame([_row(0), _row(1)])\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_a_value_arrow_refuses_is_left_to_polars() -> None:
