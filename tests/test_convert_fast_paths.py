@@ -4,12 +4,13 @@ code (kept as the specification) on generated inputs built from the pieces that 
 from __future__ import annotations
 
 import shlex
+import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import shell
-from pipeline.convert import _is_submit_command
+from pipeline.convert import _is_submit_command, edits
 from pipeline.convert.roots import RootRewriter, rewrite_roots
 from pipeline.parsers.common import SUBMIT_MARKERS
 
@@ -94,3 +95,44 @@ def test_a_submit_command_is_one_naming_a_sentinel(text: str) -> None:
     ):
         want = cmd.strip() == "submit" or any(s in cmd for s in SUBMIT_MARKERS)
         assert _is_submit_command(cmd) == want
+
+
+def test_a_safe_character_is_a_printable_one() -> None:
+    # py_str tests whole texts with str.isprintable: the same test as _safe_char on every character
+    for code in range(sys.maxunicode + 1):
+        c = chr(code)
+        assert edits._safe_char(c) == c.isprintable(), hex(code)
+
+
+def _py_str_per_character(text: str) -> str:
+    """pipeline.convert.edits.py_str before its whole-text fast paths."""
+    if "\n" not in text and "`" not in text and all(edits._safe_char(c) for c in text):
+        return repr(text)
+    out: list[str] = []
+    n = len(text)
+    for i, c in enumerate(text):
+        if c == "\\":
+            out.append("\\\\")
+        elif c == "'":
+            out.append("\\'" if i == n - 1 or text[i + 1] == "'" else "'")
+        elif c == "\n" or c == "\t":
+            out.append(c)
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "`" and (i == 0 or text[i - 1] == "\n"):
+            out.append("\\x60")
+        elif not edits._safe_char(c):
+            out.append(edits._escape_char(c))
+        else:
+            out.append(c)
+    return "'''" + "".join(out) + "'''"
+
+
+_LITERAL_PIECES = ["'", "''", "\\", "\n", "\t", "\r", "`", "```", "x", " ", "é", "\u2028", "\x00", '"', "\n`"]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(_LITERAL_PIECES), max_size=12).map("".join))
+def test_a_python_literal_is_the_per_character_one(text: str) -> None:
+    assert edits.py_str(text) == _py_str_per_character(text)
+    assert eval(edits.py_str(text)) == text

@@ -25,6 +25,7 @@ other branch.
 from __future__ import annotations
 
 import posixpath
+import re
 import unicodedata
 
 DEFAULT_DIR = "/testbed"
@@ -43,10 +44,23 @@ def _safe_char(c: str) -> bool:
     return c.isprintable() and unicodedata.category(c) not in ("Zl", "Zp")
 
 
+# a quote that could close a ``'''`` literal: one followed by another, or the text's last
+_CLOSING_QUOTE = re.compile(r"'(?='|\Z)")
+
+
 def py_str(text: str) -> str:
     """A Python string literal equal to ``text``, multi-line and readable, never a fence line."""
-    if "\n" not in text and "`" not in text and all(_safe_char(c) for c in text):
+    # _safe_char(c) is c.isprintable(): Python counts the Zl and Zp separators as unprintable
+    if "\n" not in text and "`" not in text and text.isprintable():
         return repr(text)
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        # no character to escape (the usual file text): the loop below, as whole-text edits
+        body = text.replace("\\", "\\\\")
+        if "'" in body:
+            body = _CLOSING_QUOTE.sub(r"\\'", body)
+        if "`" in body:
+            body = ("\\x60" + body[1:] if body.startswith("`") else body).replace("\n`", "\n\\x60")
+        return "'''" + body + "'''"
     out: list[str] = []
     n = len(text)
     for i, c in enumerate(text):
