@@ -68,7 +68,8 @@ _SUBMIT_MARKER = re.compile("|".join(re.escape(s) for s in SUBMIT_MARKERS))
 
 
 def _is_submit_command(cmd: str) -> bool:
-    return cmd.strip() == "submit" or _SUBMIT_MARKER.search(cmd) is not None
+    # ``in`` first: a long command (a heredoc) is not copied by strip() to be compared
+    return ("submit" in cmd and cmd.strip() == "submit") or _SUBMIT_MARKER.search(cmd) is not None
 
 
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
