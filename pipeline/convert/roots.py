@@ -110,8 +110,8 @@ class RootRewriter:
         """Every string in a tool call's arguments (lists and dicts walked) rewritten."""
         if isinstance(value, str):
             return self(value)
-        if isinstance(value, dict):
-            return {k: self.deep(v) for k, v in value.items()}
+        if isinstance(value, dict):  # mostly strings: rewritten without a call to deep each
+            return {k: self(v) if type(v) is str else self.deep(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.deep(v) for v in value]
         return value
