@@ -3,6 +3,7 @@ code (kept as the specification) on generated inputs built from the pieces that 
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 
@@ -10,13 +11,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import shell
-from pipeline.convert import _is_submit_command, edits
+from pipeline.convert import _is_submit_command, edits, roots
 from pipeline.convert.roots import RootRewriter, rewrite_roots
 from pipeline.parsers.common import SUBMIT_MARKERS
 
 # texts made of paths (a root's forms, look-alikes, the repo's names) and what may stand before one
 _SEGMENTS = ["repo", "app", "workspace", "home", "alice", "tmp", "tmpab12cd", "testbed", "astropy", "pandas"]
-_SEGMENTS += ["notes", "a__b", "srv", "checkouts", "proj-7", "repo.git", "x.py", "app.", ""]
+_SEGMENTS += [
+    "notes",
+    "a__b",
+    "srv",
+    "checkouts",
+    "proj-7",
+    "repo.git",
+    "x.py",
+    "app.",
+    "",
+    "pandas-dev__pandas",
+]
+_SEGMENTS += ["tmp/tmpab12cd/astropy", "home/alice/pandas", "workspace/astropy", "workspace/pandas"]
 _BETWEEN = ["", " ", "\n", "file://", "https://github.com", ".", "~", "-", "x", "/"]
 _paths = st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=4).map(lambda s: "/" + "/".join(s))
 _texts = st.lists(st.tuples(st.sampled_from(_BETWEEN), _paths), max_size=5).map(
@@ -136,3 +149,40 @@ _LITERAL_PIECES = ["'", "''", "\\", "\n", "\t", "\r", "`", "```", "x", " ", "é"
 def test_a_python_literal_is_the_per_character_one(text: str) -> None:
     assert edits.py_str(text) == _py_str_per_character(text)
     assert eval(edits.py_str(text)) == text
+
+
+def _old_pattern(repo_root: str | None, repo: str | None, named: bool) -> re.Pattern[str]:
+    """roots._pattern before the forms ending in the repo's name shared one copy of it."""
+    names = roots._repo_names(repo)
+    name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
+    homes = [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"] if named else []
+    dunder = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"
+    if repo_root and repo_root.rstrip("/"):
+        root = repo_root.rstrip("/")
+        alts = [] if root == roots.TESTBED else [re.escape(root)]
+        alts = [*alts, *([rf"/workspace/{name}", *homes] if names else []), dunder]
+    else:
+        alts = [rf"/workspace/{name}", r"/repo", r"/app", *homes, dunder]
+    return re.compile("/" + roots._BEFORE_SLASH + "(?:" + "|".join(a[1:] for a in alts) + ")" + roots._AFTER)
+
+
+@settings(max_examples=400)
+@given(_texts, st.sampled_from(_ROOTS), st.sampled_from(_REPOS), st.booleans())
+def test_a_root_pattern_rewrites_what_the_unshared_one_did(
+    text: str, root: str | None, repo: str | None, named: bool
+) -> None:
+    want = _old_pattern(root, repo or None, named).sub(roots.TESTBED, text)
+    assert roots._pattern(root, repo or None, named).sub(roots.TESTBED, text) == want
+
+
+def test_every_root_form_is_rewritten_as_before_for_every_run_kind() -> None:
+    texts = [b + "/" + a + e for a in _SEGMENTS for b in _BETWEEN for e in ("", "/x", ".", ".git", " ")]
+    for root in _ROOTS:
+        for repo in _REPOS:
+            rewrite = RootRewriter(root, repo)
+            for named in (True, False):
+                new, old = roots._pattern(root, repo or None, named), _old_pattern(root, repo or None, named)
+                for text in texts:
+                    assert new.sub(roots.TESTBED, text) == old.sub(roots.TESTBED, text), (root, repo, text)
+            for text in texts:
+                assert rewrite(text) == rewrite_roots(text, root, repo)
