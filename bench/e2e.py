@@ -105,26 +105,22 @@ def floor_file(path: str) -> dict[str, Any]:
     return {"raw_bytes": raw, "lines": lines, "seconds": time.perf_counter() - t0}
 
 
+def synth_command(out: Path, runs: int, epochs: int, seed: int) -> list[str]:
+    """The one `trajpipe synth` command line of the benches (real benchmark tables when present)."""
+    cmd = [str(TRAJPIPE), "synth", "--out", str(out), "--runs", str(runs), "--epochs", str(epochs)]
+    cmd += ["--seed", str(seed)]
+    if any((SHARED / "benchmarks").glob("*.jsonl")):
+        cmd += ["--benchmarks", str(SHARED / "benchmarks")]
+    return cmd
+
+
 def synth_corpus(out: Path, runs: int, epochs: int, seed: int) -> dict[str, Any]:
     """`trajpipe synth` into ``out`` once; its raw size is recorded next to it (the cache key)."""
     marker = out / "bench-corpus.json"
     if marker.exists():
         return orjson.loads(marker.read_bytes())
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [
-        str(TRAJPIPE),
-        "synth",
-        "--out",
-        str(out),
-        "--runs",
-        str(runs),
-        "--epochs",
-        str(epochs),
-        "--seed",
-        str(seed),
-    ]
-    if any((SHARED / "benchmarks").glob("*.jsonl")):
-        cmd += ["--benchmarks", str(SHARED / "benchmarks")]
+    cmd = synth_command(out, runs, epochs, seed)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - t0

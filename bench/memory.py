@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from e2e import tree_rss  # bench/ is on sys.path when run as a script
+from e2e import synth_command, tree_rss  # bench/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
@@ -36,22 +36,7 @@ def measure(cmd: list[str]) -> tuple[float, int]:
 def corpus(runs: int, epochs: int) -> Path:
     out = OUT / f"mem-{runs}x{epochs}"
     if not (out / "labels.jsonl").exists():
-        cmd = [
-            sys.executable,
-            "-m",
-            "pipeline.cli",
-            "synth",
-            "--out",
-            str(out),
-            "--runs",
-            str(runs),
-            "--epochs",
-            str(epochs),
-            "--seed",
-            "11",
-        ]
-        if SHARED_BENCH.exists():
-            cmd += ["--benchmarks", str(SHARED_BENCH)]
+        cmd = synth_command(out, runs, epochs, 11)
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return out
 
