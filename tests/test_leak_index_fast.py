@@ -7,12 +7,21 @@ import re
 import sys
 
 import numpy as np
+import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.leaks.benchmark import patch_paths
 from pipeline.leaks.ngrams import sorted_unique
-from pipeline.leaks.text import WS, diff_side, distinctive
+from pipeline.leaks.text import (
+    _PY_QUOTE_HEAD,
+    _PY_QUOTE_TAIL,
+    WS,
+    WS_RUN_RS,
+    diff_side,
+    distinctive,
+    norm_lines_expr,
+)
 
 # every character Python calls whitespace, the line breaks ``splitlines`` knows, and diff markers
 SPACES = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
@@ -80,3 +89,30 @@ def test_sorted_unique_equals_np_unique(values: list[int]) -> None:
     got = sorted_unique(a)
     assert got.dtype == np.uint64
     assert np.array_equal(got, np.unique(a))
+
+
+def norm_lines_reference(x: pl.Expr) -> pl.Expr:
+    """``norm_lines_expr`` as it was: every whitespace run replaced, single spaces included."""
+    return (
+        x.str.replace(r"^(?:\S+?:\d+[:-]|\s*\d+\t)?\s*[+-]?", "")
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+        .str.replace(_PY_QUOTE_HEAD, "")
+        .str.replace(_PY_QUOTE_TAIL, "")
+        .str.strip_chars()
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([*PIECES, "\x1c", "  ", " \t ", "a.py:12:", "  3\t", '"""']), max_size=30)
+    )
+)
+def test_whitespace_runs_collapse_as_with_the_plain_pattern(lines: list[list[str]]) -> None:
+    frame = pl.DataFrame({"x": ["".join(p) for p in lines]}, schema={"x": pl.Utf8})
+    plain = frame.select(pl.col("x").str.replace_all(r"\s+", " "))["x"]
+    assert frame.select(pl.col("x").str.replace_all(WS_RUN_RS, " "))["x"].equals(plain)
+    assert frame.select(norm_lines_expr(pl.col("x")))["x"].equals(
+        frame.select(norm_lines_reference(pl.col("x")))["x"]
+    )
