@@ -12,8 +12,8 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.reference.secrets import _I, _WS, PATTERNS, PREFILTER, TRIGGER, find_secrets
-from pipeline.stages.scrub import Scrub, scrub_row, string_flags
+from pipeline.reference.secrets import _I, _WS, PATTERNS, PREFILTER, PREFILTER_GROUPS, TRIGGER, find_secrets
+from pipeline.stages.scrub import Scrub, _hit, scrub_row, string_flags
 from schemas.run import DROPS, empty
 from tests.builders import ctx, work_frame
 from tests.builders import run_row as work_row
@@ -94,6 +94,21 @@ def test_every_text_a_pattern_can_match_passes_the_prefilter(batch: list[str]) -
         assert all(pf for c, pf in zip(can, passed, strict=True) if c), (p.kind, batch)
     combined = _rust(PREFILTER, batch)
     assert all(ok for t, ok in zip(batch, combined, strict=True) if find_secrets(t)), batch
+
+
+def test_prefilter_groups_split_the_patterns_once_each() -> None:
+    """The groups hold every pattern's prefilter once: their alternations OR-ed are PREFILTER."""
+    for p in PATTERNS:
+        assert sum(f"(?:{p.prefilter})" in g for g in PREFILTER_GROUPS) == 1, p.kind
+    assert len("|".join(PREFILTER_GROUPS)) == len(PREFILTER)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(texts, min_size=1, max_size=20))
+def test_prefilter_groups_flag_the_strings_prefilter_flags(batch: list[str]) -> None:
+    frame = pl.DataFrame({"x": [*batch, None]}, schema={"x": pl.Utf8})
+    grouped = frame.select(_hit(pl.col("x"), PREFILTER_GROUPS))["x"].to_list()
+    assert grouped == frame.select(_hit(pl.col("x"), PREFILTER))["x"].to_list()
 
 
 def _stage_before_prefilter(batch: pl.DataFrame) -> tuple[pl.DataFrame, Counter[str]]:

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Generic, Protocol, TypeVar
 
 import numpy as np
@@ -434,9 +435,14 @@ def canonical_messages(messages: pl.Expr) -> pl.Expr:
 
 
 def _sha256_hex(canon: pl.Series) -> pl.Series:
+    """The sha256 (hex) of each string's UTF-8 bytes (null: of ""), hashed from the column's buffer:
+    no Python string is built, decoded or encoded again."""
+    data, off = utf8_buffers(canon)
+    view = memoryview(data.data)
+    bounds = off.tolist()
     return pl.Series(
         "exact_hash",
-        [hashlib.sha256(c.encode()).hexdigest() for c in canon.fill_null("").to_list()],
+        [hashlib.sha256(view[a:b]).hexdigest() for a, b in pairwise(bounds)],
         dtype=pl.Utf8,
     )
 

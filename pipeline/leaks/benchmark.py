@@ -29,7 +29,15 @@ import orjson
 import polars as pl
 
 from pipeline.dedup.hashing import LINE_SEED, MIN_DISTINCTIVE_CHARS
-from pipeline.leaks.ngrams import bloom, gram_hashes, gram_starts, hash_set, hash_strings, token_hashes
+from pipeline.leaks.ngrams import (
+    bloom,
+    gram_hashes,
+    gram_starts,
+    hash_set,
+    hash_strings,
+    sorted_unique,
+    token_hashes,
+)
 from pipeline.leaks.scan import GOLD_LINE, ID_LINE, KEY_WORDS, NEVER, PLUS_LINE, STMT_WORDS, ScanIndex
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
 from pipeline.reference.benchmarks import cached_dir
@@ -61,7 +69,7 @@ class BenchmarkIndex:
     gold: pl.DataFrame  # inst, h: hashed lines of patches with >= 2 distinctive added lines
     gold_total: pl.DataFrame  # inst, total
     small: pl.DataFrame  # inst, h: the one line of one-line patches
-    small_paths: dict[int, list[str]]  # inst -> files its patch touches
+    small_paths: dict[int, list[str]]  # inst of a one-line patch (``small``) -> files its patch touches
     stmt: pl.DataFrame  # inst, g: statement n-grams kept (df <= MAX_GRAM_DF)
     stmt_total: pl.DataFrame  # inst, total
     probe: ScanIndex  # what the compiled scan looks up: statement n-grams, gold lines' key runs
@@ -155,7 +163,7 @@ class BenchmarkIndex:
             gold=g.join(gold_total.select("inst"), on="inst"),
             gold_total=gold_total,
             small=g.join(one, on="inst"),
-            small_paths={i: re.findall(r"(?m)^\+\+\+ b/(\S+)", p) for i, p in enumerate(patches)},
+            small_paths={i: patch_paths(patches[i]) for i in one["inst"].to_list()},
             stmt=stmt,
             stmt_total=stmt_total,
             probe=ScanIndex(
@@ -176,6 +184,23 @@ _FRAMES = ("inst", "ids", "gold", "gold_total", "small", "stmt", "stmt_total")
 _ARRAYS = ("stmt_bloom", "stmt_set", "key_bloom", "key_set")
 
 
+_NEW_FILE = re.compile(r"\+\+\+ b/(\S+)")
+
+
+def patch_paths(patch: str) -> list[str]:
+    r"""``re.findall(r"(?m)^\+\+\+ b/(\S+)", patch)``: the files a patch writes. ``str.find`` jumps to
+    the few ``+++`` lines (the multiline regex tries every position of ~7 MB of patches)."""
+    text = "\n" + patch  # a path (\S+) never holds the "\n" put in front
+    out: list[str] = []
+    at = text.find("\n+++ b/")
+    while at >= 0:
+        m = _NEW_FILE.match(text, at + 1)
+        if m:
+            out.append(m.group(1))
+        at = text.find("\n+++ b/", at + 1)
+    return out
+
+
 def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:
     """(sorted token hashes of each normalised gold line's longest ASCII word run, the scan's ``tail_min``):
     a raw line normalising to a gold line holds that run as a maximal run (:mod:`pipeline.leaks.scan`).
@@ -191,7 +216,7 @@ def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:
     longest = runs.sort(pl.col("run").str.len_bytes(), "run", descending=[True, False]).unique(
         "row", keep="first"
     )
-    keys = np.unique(hash_strings(longest["run"].str.to_lowercase()))
+    keys = sorted_unique(hash_strings(longest["run"].str.to_lowercase()))
     return keys, (MIN_DISTINCTIVE_CHARS if longest.height < lines.len() else int(NEVER))
 
 

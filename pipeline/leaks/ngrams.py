@@ -191,10 +191,20 @@ def _bloom_has(words: U64, h: np.uint64, shift: np.uint64) -> bool:  # pragma: n
     return bool((words[h >> shift] & m) == m)
 
 
+def sorted_unique(hashes: U64) -> U64:
+    """``np.unique(hashes)``: sort, then drop repeats (numpy 2.4's ``unique`` of integers takes a hash
+    table path ~40x slower than this on 250k values)."""
+    s = np.sort(np.asarray(hashes, dtype=np.uint64))
+    keep = np.empty(s.shape[0], dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def hash_set(hashes: U64) -> U64:
     """An open-addressing (linear probing) set of 64-bit hashes, at most half full: slot ``h``'s top
     bits; 0 marks an empty slot, so 0 itself is a member when the extra last slot is 1."""
-    uniq = np.unique(hashes)
+    uniq = sorted_unique(hashes)
     bits = max(4, int(np.ceil(np.log2(max(1, len(uniq)) * 2))))
     table = np.zeros((1 << bits) + 1, dtype=np.uint64)
     _fill(table, uniq[uniq != 0], np.uint64(64 - bits))

@@ -67,7 +67,7 @@ class SolutionLeak(Stage):
         drop = np.zeros(batch.height, dtype=bool)
         cols = ["instance_id", "repo", "base_commit", "patch", "commands", "outputs", "returncodes"]
         idx = cand.arg_true().to_list()
-        rows = batch[idx].select(cols).iter_rows(named=True)
+        rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
         for i, row, fl in zip(idx, rows, flags[idx].iter_rows(named=True), strict=True):
             v = scan_run(row, fl["maybe"], fl["bracket"])
             if v.kind:

@@ -30,13 +30,15 @@ are searched, so the output is exactly what it was (tests/test_scrub_prefilter.p
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
+from functools import reduce
 
 import polars as pl
 import pyarrow as pa
 
 from pipeline.convert.render import render_instance, render_reply, submission_of
-from pipeline.reference.secrets import PREFILTER, TRIGGER, find_secrets, redact
+from pipeline.reference.secrets import PREFILTER_GROUPS, TRIGGER, find_secrets, redact
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, PUBLISHED, empty
 
@@ -49,12 +51,15 @@ TEXT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _hit(e: pl.Expr, pattern: str = TRIGGER) -> pl.Expr:
-    return e.str.contains(pattern).fill_null(False)
+def _hit(e: pl.Expr, pattern: str | tuple[str, ...] = TRIGGER) -> pl.Expr:
+    if isinstance(pattern, str):
+        return e.str.contains(pattern).fill_null(False)
+    return reduce(operator.or_, [e.str.contains(p) for p in pattern]).fill_null(False)
 
 
-def string_flags(batch: pl.DataFrame, pattern: str = TRIGGER) -> pl.DataFrame:
-    """Per string, does ``pattern`` match (cheap, vectorised Rust regex over whole columns)."""
+def string_flags(batch: pl.DataFrame, pattern: str | tuple[str, ...] = TRIGGER) -> pl.DataFrame:
+    """Per string, does ``pattern`` match (cheap, vectorised Rust regex over whole columns); a tuple of
+    patterns matches where one of them does (their alternation)."""
     return batch.select(
         pl.col("commands").list.eval(_hit(pl.element(), pattern)).alias("cf"),
         pl.col("outputs").list.eval(_hit(pl.element(), pattern)).alias("of"),
@@ -205,7 +210,7 @@ class Scrub(Stage):
         counters: Counter[str] = Counter()
         # Candidates first (PREFILTER: tight and fast over whole columns), then on those few strings
         # the trigger that decides which strings are searched at all (slow: Unicode word boundaries).
-        flags = string_flags(batch, PREFILTER)
+        flags = string_flags(batch, PREFILTER_GROUPS)
         mask = flags.select(pl.any_horizontal(pl.all().list.any().fill_null(False)))[:, 0]
         if not mask.any():
             return StageOutput(batch, empty(DROPS), counters)

@@ -48,6 +48,18 @@ _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_re
 _BLOCK = BLOCK_RE
 
 
+def _rendered_block_prefix(content: str, command: str) -> str | None:
+    """The text before the block when ``content`` ends with the one bash block of ``command`` as
+    rendered (a non-empty command without surrounding whitespace, and no other triple backtick anywhere),
+    else None. Then ``parse_actions(content) == [command]`` and ``BLOCK_RE.sub("", content)`` is that
+    prefix, found without the lazy regex: with two triple backticks in all, neither the prefix nor the
+    command holds one, so the regex's match is the block's opening fence up to its closing one."""
+    fence = f"```bash\n{command}\n```"
+    if not command or command != command.strip() or not content.endswith(fence) or content.count("```") != 2:
+        return None
+    return content[: len(content) - len(fence)]
+
+
 def first_foreign_root(text: str, repo: str | None = None) -> str | None:
     """The first root :func:`find_foreign_roots` reports in ``text``, or None."""
     roots = find_foreign_roots(text, repo)
@@ -103,12 +115,15 @@ def check_messages(
     for t in range(n_turns):
         a = messages[2 + 2 * t]["content"]
         reply = messages[3 + 2 * t]["content"]
-        actions = parse_actions(a)
-        if len(actions) != 1:
-            problems.append(("action_count", f"turn {t}: {len(actions)} bash blocks"))
-        elif not actions[0] or actions[0] != commands[t]:
-            problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
-        if _RESIDUE.search(_BLOCK.sub("", a)) or _RESIDUE.search(commands[t]):
+        outside = _rendered_block_prefix(a, commands[t])
+        if outside is None:  # not the one block of the command as rendered: mini's regex decides
+            actions = parse_actions(a)
+            if len(actions) != 1:
+                problems.append(("action_count", f"turn {t}: {len(actions)} bash blocks"))
+            elif not actions[0] or actions[0] != commands[t]:
+                problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
+            outside = _BLOCK.sub("", a)
+        if _RESIDUE.search(outside) or _RESIDUE.search(commands[t]):
             problems.append(("residue", f"turn {t}: tool-call markup"))
         scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t : 4 + 2 * t]
         root = (first_foreign_root(a, repo) if scan_a else None) or (
