@@ -268,6 +268,15 @@ SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
 # SWE-agent's window-state footer (templates, not command output).
 SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
 SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
+# clean_observation's fast path: a text that no prefix above can start (each needs its head at
+# the start; the returncode and the empty-output notice after blank space), with no trailer at
+# its end (both end, bar blank space, with "]" or "$") and no OH_EXIT_MARK in the last 300
+# characters (where the exit code is read) comes back unchanged.
+_DECORATED_HEAD = re.compile(
+    r"\s*(?:<returncode>|Your command ran)|<args>\n|<warning>\n|EXECUTION RESULT of \[|O(?:BSERVATION:\n|bservation:)"
+)
+_DECORATED_LAST = "]$"
+OH_EXIT_MARK = "[Command finished with exit code "
 
 
 def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
@@ -278,6 +287,16 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     ``EXECUTION RESULT of [t]:`` prefix and ``[Command finished with exit code N]`` trailer,
     SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
     """
+    if not _DECORATED_HEAD.match(text):
+        # the usual output: no harness prefix starts it; "" (an empty or blank text) is in "]$"
+        end = rstripped_len(text)
+        if text[end - 1 : end] not in _DECORATED_LAST and text.find(OH_EXIT_MARK, -300) < 0:
+            return text, None
+    return decorated_observation(text, counters)
+
+
+def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
+    """:func:`clean_observation` tried on every prefix and trailer (its fast path's specification)."""
     rc: int | None = None
     pm1 = PRE1_OBS_RE.match(text) if text.startswith(("<returncode>\n", "<args>\n")) else None
     if pm1:

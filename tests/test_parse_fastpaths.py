@@ -1,0 +1,81 @@
+"""The parse step's fast paths equal the long ways they skip (issue 14: speed only).
+
+Each fast path is checked against the code it short-cuts, on hostile compositions of the very
+markers that code looks for: the same result, the same counters, the same ParseError."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from pipeline.core.episode import ParseError
+from pipeline.parsers.common import clean_observation, decorated_observation
+
+FAST = settings(max_examples=400, deadline=None)
+
+OBSERVATION_PIECES = [
+    "",
+    "x",
+    "ok\n",
+    "Y",
+    "E",
+    "O",
+    "<",
+    "$",
+    "]",
+    "[",
+    " ",
+    "\n",
+    "\t",
+    "\u00a0",
+    "\u2028",
+    "\x1c",
+    "12",
+    "<returncode>\n0\n</returncode>\n<stdout>\nout\n</stdout>\n<stderr>\n\n</stderr>",
+    "<returncode>0</returncode>\n",
+    " \n<returncode>3</returncode>",
+    "\t Your command ran successfully and did not produce any output.\n",
+    "<output>\n",
+    "</output>",
+    "<warning>\nlong</warning>\n<observation_head>\n",
+    "EXECUTION RESULT of [bash]:\n",
+    "OBSERVATION:\n",
+    "Observation: ",
+    "[Current working directory: /w]",
+    "[Python interpreter: /p]",
+    "[Command finished with exit code 1]",
+    "[Command finished with exit code -2]",
+    "\n(Open file: a.py)\n(Current directory: /r)\nbash-$",
+    "bash-$",
+    "Your command ran successfully and did not produce any output.",
+    "y" * 310,
+]
+observations = st.lists(st.sampled_from(OBSERVATION_PIECES), max_size=12).map("".join)
+
+
+def _outcome(fn: Any, *args: Any) -> tuple[Any, Counter[str]]:
+    counters: Counter[str] = Counter()
+    try:
+        return fn(*args, counters), counters
+    except ParseError as e:
+        return ("ParseError", e.args), counters
+
+
+@FAST
+@given(text=observations)
+@example(" <returncode>0</returncode>\n<output>\nx\n</output>")
+@example("\u2028Your command ran successfully and did not produce any output.")
+@example("Observation: x\n[Python interpreter: /p]")
+@example("y\n[Command finished with exit code 4]\n" + "z" * 200)
+def test_clean_observation_fast_path_equals_trying_every_decoration(text: str) -> None:
+    assert _outcome(clean_observation, text) == _outcome(decorated_observation, text)
+
+
+def test_plain_output_takes_the_fast_path_unchanged() -> None:
+    counters: Counter[str] = Counter()
+    assert clean_observation("total 8\n-rw-r--r-- a.py\n", counters) == ("total 8\n-rw-r--r-- a.py\n", None)
+    assert clean_observation("x\n[Command finished with exit code 3]\n", counters) == ("x", 3)
+    assert not counters
