@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.episode import ParseError
+from pipeline.parsers.affine_view import _checked_path, _is_chain
 from pipeline.parsers.common import clean_observation, decorated_observation
 
 FAST = settings(max_examples=400, deadline=None)
@@ -79,3 +80,49 @@ def test_plain_output_takes_the_fast_path_unchanged() -> None:
     assert clean_observation("total 8\n-rw-r--r-- a.py\n", counters) == ("total 8\n-rw-r--r-- a.py\n", None)
     assert clean_observation("x\n[Command finished with exit code 3]\n", counters) == ("x", 3)
     assert not counters
+
+
+# a node's parent: mostly the previous node (the usual chain), else every kind of wrong value
+def _nodes(draw: st.DrawFn) -> list[Any]:
+    n = draw(st.integers(0, 7))
+    out: list[Any] = []
+    for i in range(n):
+        kind = draw(
+            st.sampled_from(
+                ["prev", "prev", "prev", "none", "missing", "other", "bool", "float", "str", "list"]
+            )
+        )
+        node: Any = {"role": "user", "content": "x"}
+        if kind == "prev":
+            node["parent"] = i - 1 if i else None
+        elif kind == "none":
+            node["parent"] = None
+        elif kind == "other":
+            node["parent"] = draw(st.integers(-2, n + 1))
+        elif kind == "bool":
+            node["parent"] = i == 2
+        elif kind == "float":
+            node["parent"] = float(i - 1)
+        elif kind == "str":
+            node["parent"] = str(i - 1)
+        elif kind == "list":
+            node = [node]
+        out.append(node)
+    return out
+
+
+@FAST
+@given(nodes=st.composite(_nodes)(), linear_default=st.booleans())
+def test_a_chain_of_nodes_is_the_path_the_graph_check_finds(nodes: list[Any], linear_default: bool) -> None:
+    if _is_chain(nodes):
+        assert _checked_path(nodes, "nodes", linear_default) == list(range(len(nodes)))
+
+
+def test_near_chains_are_not_taken_for_chains() -> None:
+    chain: list[Any] = [{"parent": None}, {"parent": 0}, {"parent": 1}]
+    assert _is_chain(chain)
+    assert not _is_chain([])
+    assert not _is_chain([{"parent": None}, {"parent": 0}, {"parent": True}])
+    assert not _is_chain([{"parent": None}, {"parent": 0.0}])
+    assert not _is_chain([{"parent": None}, {}])  # a missing parent: the graph check decides
+    assert not _is_chain([{"parent": None}, [{"parent": 0}]])
