@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.episode import ParseError
+from pipeline.core.episode import Bash, ParseError, Step
 from pipeline.parsers.affine_view import _checked_path, _is_chain
-from pipeline.parsers.common import clean_observation, decorated_observation
+from pipeline.parsers.common import _fill, clean_observation, decorated_observation, fill_decorated
 
 FAST = settings(max_examples=400, deadline=None)
 
@@ -53,6 +53,11 @@ OBSERVATION_PIECES = [
     "bash-$",
     "Your command ran successfully and did not produce any output.",
     "y" * 310,
+    "The last command <command>sleep 9</command> timed out and has been killed.\n",
+    "The output of the command was:\n<output>\npartial\n</output>\n",
+    "Please try another command and make sure to avoid those requiring interactive input.",
+    "The command timed out. Please change your command and make sure it doesn't require input.",
+    " " * 70,
 ]
 observations = st.lists(st.sampled_from(OBSERVATION_PIECES), max_size=12).map("".join)
 
@@ -73,6 +78,24 @@ def _outcome(fn: Any, *args: Any) -> tuple[Any, Counter[str]]:
 @example("y\n[Command finished with exit code 4]\n" + "z" * 200)
 def test_clean_observation_fast_path_equals_trying_every_decoration(text: str) -> None:
     assert _outcome(clean_observation, text) == _outcome(decorated_observation, text)
+
+
+@FAST
+@given(text=observations, rc=st.sampled_from([None, 0, 2]))
+@example(
+    "The last command <command>sleep 9</command> timed out and has been killed.\n"
+    "The output of the command was:\n<output>\npartial\n</output>\n"
+    "Please try another command and make sure to avoid those requiring interactive input.",
+    None,
+)
+@example("The command timed out. Please change your command and make sure it doesn't require input.", 1)
+def test_filling_a_step_fast_equals_unwrapping_every_harness_message(text: str, rc: int | None) -> None:
+    def filled(fill: Any) -> Any:
+        step = Step("", Bash("true"), "", None)
+        outcome, counters = _outcome(lambda t, c: fill(step, t, rc, c), text)
+        return outcome, counters, step
+
+    assert filled(_fill) == filled(fill_decorated)
 
 
 def test_plain_output_takes_the_fast_path_unchanged() -> None:

@@ -274,6 +274,7 @@ SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
 # characters (where the exit code is read) comes back unchanged.
 _DECORATED_HEAD = re.compile(
     r"\s*(?:<returncode>|Your command ran)|<args>\n|<warning>\n|EXECUTION RESULT of \[|O(?:BSERVATION:\n|bservation:)"
+    r"|The (?:last command <command>|command timed out)"  # _fill's timeout messages
 )
 _DECORATED_LAST = "]$"
 OH_EXIT_MARK = "[Command finished with exit code "
@@ -287,12 +288,18 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     ``EXECUTION RESULT of [t]:`` prefix and ``[Command finished with exit code N]`` trailer,
     SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
     """
-    if not _DECORATED_HEAD.match(text):
-        # the usual output: no harness prefix starts it; "" (an empty or blank text) is in "]$"
-        end = rstripped_len(text)
-        if text[end - 1 : end] not in _DECORATED_LAST and text.find(OH_EXIT_MARK, -300) < 0:
-            return text, None
-    return decorated_observation(text, counters)
+    return (text, None) if is_plain_output(text) else decorated_observation(text, counters)
+
+
+def is_plain_output(text: str) -> bool:
+    """Whether no harness prefix starts ``text`` (nor a timeout message), no trailer ends it
+    and no exit code can be read from it: :func:`clean_observation` returns it unchanged."""
+    # its last non-blank character: from the tail alone unless 64 blanks end the text;
+    # "" (a blank text) is in every string, so it takes the long way
+    last = text[-64:].rstrip()[-1:] or text.rstrip()[-1:]
+    return (
+        last not in _DECORATED_LAST and not _DECORATED_HEAD.match(text) and text.find(OH_EXIT_MARK, -300) < 0
+    )
 
 
 def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
@@ -483,6 +490,15 @@ def _call_id(s: Step) -> str | None:
 
 
 def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    if is_plain_output(raw):  # the usual output: kept as it is
+        step.observation, step.returncode = raw, rc
+    else:
+        fill_decorated(step, raw, rc, counters)
+
+
+def fill_decorated(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    """``step``'s observation and return code from a tool result in any harness's wrapping
+    (:func:`_fill`'s long way, the specification of its fast path)."""
     if raw.startswith(("The last command <command>", PRE1_TIMEOUT)):
         tm = MINI_TIMEOUT_RE.match(raw)
         if tm:  # mini-swe-agent killed the command: what it printed until then
@@ -495,7 +511,7 @@ def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
             raise ParseError(
                 "timeout_output_unknown", "pre-1.0 timeout message: what it printed was not kept"
             )
-    obs, marker_rc = clean_observation(raw, counters)
+    obs, marker_rc = decorated_observation(raw, counters)  # = clean_observation: not plain
     step.observation = obs
     step.returncode = rc if rc is not None else marker_rc
 
