@@ -339,18 +339,22 @@ def iter_gzip_lines(
                     yield line_no + 1, None, "record_too_large"
                     pending, skipping = b"", True
             continue
+        # ``data[:stop]`` holds the block's whole lines (no copy of the block unless a record
+        # from the block before continues in it)
         if skipping:  # the over-long record ends in this block
             head_end = block.find(b"\n")
             line_no += 1
             skipping = False
-            data, start = block[: last + 1], head_end + 1
+            data, start, stop = block, head_end + 1, last + 1
+        elif pending:
+            data, start, stop = pending + block, 0, len(pending) + last + 1
         else:
-            data, start = pending + block[: last + 1], 0
+            data, start, stop = block, 0, last + 1
         pos = start
         search = _NON_BLANK.search
-        while (m := search(data, pos)) is not None:
+        while (m := search(data, pos, stop)) is not None:
             first = m.start()
-            end = data.find(b"\n", first)  # ``data`` ends with a newline: always found
+            end = data.find(b"\n", first, stop)  # ``data[:stop]`` ends with a newline: found
             line_no += data.count(b"\n", pos, first)
             yield (
                 (line_no + 1, None, "record_too_large")
@@ -358,7 +362,7 @@ def iter_gzip_lines(
                 else (line_no + 1, data[first:end], "")
             )
             pos = end  # the gap to the next line is counted, never a line again
-        line_no += data.count(b"\n", pos)
+        line_no += data.count(b"\n", pos, stop)
         pending = block[last + 1 :]
         if len(pending) > max_record_bytes:
             yield line_no + 1, None, "record_too_large"
