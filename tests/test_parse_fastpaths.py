@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.episode import Bash, ParseError, Step
 from pipeline.parsers.affine_view import _checked_path, _is_chain
 from pipeline.parsers.common import _fill, clean_observation, decorated_observation, fill_decorated
+from pipeline.parsers.dialects import GLM_ARG_RE, NUM_LIST_RE, _typed, glm_args
 
 FAST = settings(max_examples=400, deadline=None)
 
@@ -149,3 +151,26 @@ def test_near_chains_are_not_taken_for_chains() -> None:
     assert not _is_chain([{"parent": None}, {"parent": 0.0}])
     assert not _is_chain([{"parent": None}, {}])  # a missing parent: the graph check decides
     assert not _is_chain([{"parent": None}, [{"parent": 0}]])
+
+
+GLM_PIECES = ["<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", " ", "\n", "k", "v", "<", ">", "/"]
+
+
+@FAST
+@given(text=st.lists(st.sampled_from(GLM_PIECES), max_size=30).map("".join), pos=st.integers(-1, 12))
+@example("<arg_key>a</arg_key>x<arg_key>b</arg_key>\n <arg_value>v</arg_value>", 0)
+@example("<arg_key>a</arg_key><arg_value>v", 0)
+def test_glm_arguments_by_find_equal_the_lazy_regex(text: str, pos: int) -> None:
+    want = [] if pos < 0 else [(m.group(1), m.group(2)) for m in GLM_ARG_RE.finditer(text, pos)]
+    assert glm_args(text, pos) == want
+
+
+@FAST
+@given(
+    value=st.lists(st.sampled_from(["[", "]", " ", "\n", "\u2003", "1", "-2", ",", "x", ""]), max_size=8).map(
+        "".join
+    )
+)
+def test_a_parameter_is_decoded_only_when_it_is_an_integer_list(value: str) -> None:
+    want = orjson.loads(value.strip()) if NUM_LIST_RE.match(value.strip()) else value
+    assert _typed(value) == want
