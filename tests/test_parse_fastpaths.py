@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from pipeline.core.episode import Bash, ParseError, Step
 from pipeline.parsers.affine_view import _checked_path, _is_chain
-from pipeline.parsers.common import _fill, clean_observation, decorated_observation, fill_decorated
+from pipeline.parsers.common import (
+    Msg,
+    _fill,
+    clean_observation,
+    decorated_observation,
+    fill_decorated,
+    walk_messages,
+)
 from pipeline.parsers.dialects import GLM_ARG_RE, NUM_LIST_RE, _typed, glm_args
 
 FAST = settings(max_examples=400, deadline=None)
@@ -174,3 +181,28 @@ def test_glm_arguments_by_find_equal_the_lazy_regex(text: str, pos: int) -> None
 def test_a_parameter_is_decoded_only_when_it_is_an_integer_list(value: str) -> None:
     want = orjson.loads(value.strip()) if NUM_LIST_RE.match(value.strip()) else value
     assert _typed(value) == want
+
+
+def test_the_walker_keeps_thoughts_on_first_calls_and_names_the_first_of_tied_dialects() -> None:
+    fence = "```bash\nls\n```"
+    msgs = [
+        Msg("user", "task"),
+        Msg("assistant", "just narration"),
+        Msg(
+            "assistant",
+            'look <tool_call>\n{"name": "bash", "arguments": {"command": "a"}}\n</tool_call>'
+            '<tool_call>\n{"name": "bash", "arguments": {"command": "b"}}\n</tool_call>',
+        ),
+        Msg("user", "<tool_response>\nA\n</tool_response><tool_response>\nB\n</tool_response>"),
+        Msg("assistant", f"then {fence}"),
+        Msg("user", "<returncode>0</returncode>\n<output>\nC\n</output>"),
+    ]
+    counters: Counter[str] = Counter()
+    steps, dialect = walk_messages(msgs, counters)
+    assert [(s.thought, s.observation, s.returncode) for s in steps] == [
+        ("just narration\n\nlook", "A", None),
+        ("", "B", None),
+        ("then", "C\n", 0),
+    ]
+    assert dialect == "qwen_json"  # one reply each: the tie goes to the first seen
+    assert not counters

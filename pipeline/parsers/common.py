@@ -406,14 +406,15 @@ def walk_messages(
     pending: list[int] = []  # indices into steps still waiting for an observation
     filled: set[int] = set()
     carry = ""
-    dialects: Counter[str] = Counter()
+    dialects: dict[str, int] = {}  # in first-seen order: the most frequent, ties to the first
     last_text_dialect = ""
     after_format_error = False
     start = first_user_index(msgs) + 1
     for m in msgs[start:]:
-        if m.role == "system":
+        role = m.role
+        if role == "system":
             continue
-        if m.role == "assistant":
+        if role == "assistant":
             pending = []
             if m.tool_calls:
                 thought = strip_think(m.text)
@@ -430,16 +431,18 @@ def walk_messages(
                     f"the reply after a removed format error refers to it: {thought[:80]!r}",
                 )
             after_format_error = False
-            dialects[dialect] += 1
+            dialects[dialect] = dialects.get(dialect, 0) + 1
             last_text_dialect = dialect
-            thought = join_thought(carry, thought)
-            carry = ""
-            for i, c in enumerate(calls):
-                steps.append(Step(thought=thought if i == 0 else "", call=c, observation="", returncode=None))
-                pending.append(len(steps) - 1)
+            if carry:
+                thought = join_thought(carry, thought)
+                carry = ""
+            for c in calls:
+                pending.append(len(steps))
+                steps.append(Step(thought, c, "", None))
+                thought = ""  # on the first of parallel calls only
             continue
-        open_ = [i for i in pending if i not in filled]
-        if m.role == "tool":
+        open_ = [i for i in pending if i not in filled] if filled else pending
+        if role == "tool":
             target = None
             if m.tool_call_id is not None:
                 target = next((i for i in open_ if _call_id(steps[i]) == m.tool_call_id), None)
@@ -451,8 +454,8 @@ def walk_messages(
             _fill(steps[target], m.text, m.returncode, counters)
             filled.add(target)
             continue
-        if m.role != "user":
-            counters[f"parse/unknown_role/{m.role[:30]}"] += 1
+        if role != "user":
+            counters[f"parse/unknown_role/{role[:30]}"] += 1
             continue
         if not open_:
             carry = ""
@@ -481,8 +484,12 @@ def walk_messages(
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
                 filled.add(i)
-    dialect = dialects.most_common(1)[0][0] if dialects else "none"
+    dialect = max(dialects.items(), key=_count)[0] if dialects else "none"
     return steps, dialect
+
+
+def _count(item: tuple[str, int]) -> int:
+    return item[1]
 
 
 def _call_id(s: Step) -> str | None:
