@@ -12,7 +12,7 @@ import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.episode import Bash, ParseError, Step
+from pipeline.core.episode import Bash, ParseError, Step, ToolCall
 from pipeline.parsers.affine_view import _checked_path, _is_chain
 from pipeline.parsers.common import (
     Msg,
@@ -22,7 +22,16 @@ from pipeline.parsers.common import (
     fill_decorated,
     walk_messages,
 )
-from pipeline.parsers.dialects import GLM_ARG_RE, NUM_LIST_RE, _typed, glm_args
+from pipeline.parsers.dialects import (
+    BARE_FENCE_RE,
+    FENCE_RE,
+    GLM_ARG_RE,
+    NUM_LIST_RE,
+    _json_call,
+    _typed,
+    extract_calls,
+    glm_args,
+)
 
 FAST = settings(max_examples=400, deadline=None)
 
@@ -206,3 +215,72 @@ def test_the_walker_keeps_thoughts_on_first_calls_and_names_the_first_of_tied_di
     ]
     assert dialect == "qwen_json"  # one reply each: the tie goes to the first seen
     assert not counters
+
+
+def _json_call_before(body: str) -> ToolCall:  # the parse before issue 14, word for word
+    try:
+        obj = orjson.loads(body.strip())
+    except orjson.JSONDecodeError:
+        raise ParseError("bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise ParseError("bad_tool_call", "<tool_call> JSON without a name")
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = orjson.loads(args) if args.strip() else {}
+        except orjson.JSONDecodeError:
+            raise ParseError("bad_tool_call", "<tool_call> arguments string is not JSON") from None
+    if not isinstance(args, dict):
+        raise ParseError("bad_tool_call", f"<tool_call> arguments are {type(args).__name__}")
+    return ToolCall(name=obj["name"], args=args)
+
+
+@FAST
+@given(
+    body=st.lists(
+        st.sampled_from(
+            [
+                " ",
+                "\n",
+                "\t",
+                "\r",
+                "\u00a0",
+                "\x0c",
+                "\u2028",
+                '{"name": "bash"}',
+                "{",
+                "}",
+                '"x"',
+                "1",
+                "[]",
+            ]
+        ),
+        max_size=6,
+    ).map("".join)
+)
+@example('\u00a0{"name": "bash", "arguments": {"command": "ls"}}\n')
+@example('\r\n {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}\t')
+def test_a_json_call_parses_as_its_stripped_body_did(body: str) -> None:
+    def outcome(fn: Any) -> Any:
+        try:
+            return fn(body)
+        except ParseError as e:
+            return e.args
+
+    assert outcome(_json_call) == outcome(_json_call_before)
+
+
+@FAST
+@given(
+    text=st.lists(
+        st.sampled_from(["```bash\n", "```sh\n", "```\n", "\n```", "ls\n", "x", "\n", " "]), max_size=12
+    ).map("".join),
+    bare=st.booleans(),
+)
+def test_fences_searched_in_place_equal_fences_in_the_cut_text(text: str, bare: bool) -> None:
+    cut = text[: text.rfind("\n```") + 4] if "\n```" in text else ""
+    want = [m.group(1) for m in FENCE_RE.finditer(cut)] or (
+        [m.group(1) for m in BARE_FENCE_RE.finditer(cut)] if bare else []
+    )
+    _, calls, _ = extract_calls(text, bare_fence=bare)
+    assert calls == ([Bash(want[-1])] if want else [])

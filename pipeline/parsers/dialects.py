@@ -122,9 +122,16 @@ def _xml_calls(body: str) -> list[ToolCall]:
 
 def _json_call(body: str) -> ToolCall:
     try:
-        obj = orjson.loads(body.strip())
+        # JSON's own blank space is blank to str.strip too, and a value neither starts nor ends
+        # with any: a body that parses as it is parses to the same as the stripped one
+        obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise ParseError("bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}") from None
+        try:
+            obj = orjson.loads(body.strip())  # other blank space around the JSON (U+00A0, …)
+        except orjson.JSONDecodeError:
+            raise ParseError(
+                "bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}"
+            ) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         raise ParseError("bad_tool_call", "<tool_call> JSON without a name")
     args = obj.get("arguments", obj.get("parameters", {}))
@@ -206,11 +213,13 @@ def extract_calls(
         xs = _xml_calls(text[fpos:])
         if xs:
             return strip_think(text[:fpos]), list(xs), "xml"
-    fenced = _upto_last(text, "\n```")
-    fences = list(FENCE_RE.finditer(fenced))
+    # searched only up to the last fence's close (as in ``_upto_last``, without the copy)
+    close = text.rfind("\n```")
+    stop = close + len("\n```") if close >= 0 else 0
+    fences = list(FENCE_RE.finditer(text, 0, stop))
     dialect = "bash"
     if not fences and bare_fence:
-        fences = list(BARE_FENCE_RE.finditer(fenced))
+        fences = list(BARE_FENCE_RE.finditer(text, 0, stop))
         dialect = "ticks"
     if fences:
         if len(fences) > 1 and counters is not None:
