@@ -7,6 +7,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.sources.base import iter_gzip_lines
 
@@ -63,3 +67,73 @@ def test_a_file_that_ends_inside_an_over_long_record_yields_nothing_more() -> No
         (1, b"a", ""),
         (2, None, "record_too_large"),
     ]
+
+
+# ----------------------------------------------------------------------------- the old reader
+# The reader before issue 14 matched every line with ``\S[^\n]*``; it is the specification the
+# faster line split must equal, line numbers and over-long records included.
+_OLD_CONTENT = re.compile(rb"\S[^\n]*")
+
+
+def _old_lines(data: bytes, max_record_bytes: int, block: int) -> list[tuple[int, bytes | None, str]]:
+    out: list[tuple[int, bytes | None, str]] = []
+    line_no, pending, skipping = 0, b"", False
+    for k in range(0, len(data), block):
+        chunk = data[k : k + block]
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            if not skipping:
+                pending += chunk
+                if len(pending) > max_record_bytes:
+                    out.append((line_no + 1, None, "record_too_large"))
+                    pending, skipping = b"", True
+            continue
+        if skipping:
+            line_no += 1
+            skipping = False
+            buf, start = chunk[: last + 1], chunk.find(b"\n") + 1
+        else:
+            buf, start = pending + chunk[: last + 1], 0
+        pos = start
+        for m in _OLD_CONTENT.finditer(buf, start):
+            line_no += buf.count(b"\n", pos, m.start())
+            line = m.group()
+            out.append(
+                (line_no + 1, None, "record_too_large")
+                if len(line) > max_record_bytes
+                else (line_no + 1, line, "")
+            )
+            pos = m.end()
+        line_no += buf.count(b"\n", pos)
+        pending = chunk[last + 1 :]
+        if len(pending) > max_record_bytes:
+            out.append((line_no + 1, None, "record_too_large"))
+            pending, skipping = b"", True
+    if pending and not skipping:
+        tail = _OLD_CONTENT.search(pending)
+        if tail:
+            out.append((line_no + 1, tail.group(), ""))
+    return out
+
+
+@given(
+    parts=st.lists(
+        st.sampled_from([b"\n", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"{}", b"ab", b"xyz"]), max_size=80
+    ),
+    block=st.integers(1, 12),
+    max_record=st.integers(1, 10),
+)
+def test_the_line_split_equals_the_regex_reader_it_replaced(
+    parts: list[bytes], block: int, max_record: int
+) -> None:
+    data = b"".join(parts)
+    got = list(
+        iter_gzip_lines(
+            io.BytesIO(gzip.compress(data, 1)),
+            max_chunk_bytes=1 << 32,
+            max_record_bytes=max_record,
+            raw_sha=None,
+            block_bytes=block,
+        )
+    )
+    assert got == _old_lines(data, max_record, block)

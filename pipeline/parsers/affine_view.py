@@ -92,14 +92,24 @@ def longest_path(parents: list[int | None]) -> list[int]:
     return path
 
 
-def graph_messages(
-    nodes: list[Any], where: str, *, linear_default: bool, message_key: str | None
-) -> tuple[list[Msg], Counter[str]]:
-    """The messages on the longest root→leaf path of a node graph."""
-    from pipeline.parsers.common import normalize_message
+def _is_chain(nodes: list[Any]) -> bool:
+    """Whether the nodes are the usual record's chain: all objects, node 0 without a parent and
+    node i's parent ``i - 1`` (an int, never a bool or float that compares equal). Its longest
+    path is every node, and no parent needs checking one by one."""
+    if not nodes or set(map(type, nodes)) != {dict}:
+        return False
+    parents = [nd.get("parent") for nd in nodes]
+    return (
+        parents[0] is None
+        and parents[1:] == list(range(len(parents) - 1))
+        and set(map(type, parents[1:])) <= {int}
+    )
 
+
+def _checked_path(nodes: list[Any], where: str, linear_default: bool) -> list[int]:
+    """The longest root→leaf path of any node graph, refusing a node that is no object, a parent
+    that names no node and a cycle of parent links."""
     n = len(nodes)
-    counters: Counter[str] = Counter()
     parents: list[int | None] = []
     for i, nd in enumerate(nodes):
         if not isinstance(nd, dict):  # checked first: the location text is built only for the error
@@ -114,20 +124,32 @@ def graph_messages(
     cycle = _cycle_node(parents)
     if cycle is not None:
         raise ParseError("bad_graph", f"{where}[{cycle}]: the parent links form a cycle")
-    path = longest_path(parents)
+    return longest_path(parents)
+
+
+def graph_messages(
+    nodes: list[Any], where: str, *, linear_default: bool, message_key: str | None
+) -> tuple[list[Msg], Counter[str]]:
+    """The messages on the longest root→leaf path of a node graph."""
+    from pipeline.parsers.common import normalize_message
+
+    counters: Counter[str] = Counter()
+    path = range(len(nodes)) if _is_chain(nodes) else _checked_path(nodes, where, linear_default)
+    if message_key is not None:
+        return [
+            normalize_message(nodes[i].get(message_key), f"{where}[{i}].{message_key}") for i in path
+        ], counters
     msgs: list[Msg] = []
     for i in path:
         nd = nodes[i]
-        if message_key is None:
-            role = nd.get("role")
-            if not isinstance(role, str):
-                raise ParseError("bad_shape", f"{where}[{i}].role: {type(role).__name__}")
-            content = nd.get("content")
-            # plain text (the usual case) needs no location string for text_of's errors
-            text = content if isinstance(content, str) else text_of(content, f"{where}[{i}].content")
-            msgs.append(Msg(role=role, text=text))
-        else:
-            msgs.append(normalize_message(nd.get(message_key), f"{where}[{i}].{message_key}"))
+        role = nd.get("role")
+        if not isinstance(role, str):
+            raise ParseError("bad_shape", f"{where}[{i}].role: {type(role).__name__}")
+        content = nd.get("content")
+        # plain text (the usual case) needs no location string for text_of's errors
+        msgs.append(
+            Msg(role, content if isinstance(content, str) else text_of(content, f"{where}[{i}].content"))
+        )
     return msgs, counters
 
 

@@ -268,6 +268,16 @@ SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
 # SWE-agent's window-state footer (templates, not command output).
 SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
 SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
+# clean_observation's fast path: a text that no prefix above can start (each needs its head at
+# the start; the returncode and the empty-output notice after blank space), with no trailer at
+# its end (both end, bar blank space, with "]" or "$") and no OH_EXIT_MARK in the last 300
+# characters (where the exit code is read) comes back unchanged.
+_DECORATED_HEAD = re.compile(
+    r"\s*(?:<returncode>|Your command ran)|<args>\n|<warning>\n|EXECUTION RESULT of \[|O(?:BSERVATION:\n|bservation:)"
+    r"|The (?:last command <command>|command timed out)"  # _fill's timeout messages
+)
+_DECORATED_LAST = "]$"
+OH_EXIT_MARK = "[Command finished with exit code "
 
 
 def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
@@ -278,6 +288,22 @@ def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | Non
     ``EXECUTION RESULT of [t]:`` prefix and ``[Command finished with exit code N]`` trailer,
     SWE-agent's ``OBSERVATION:`` prefix, state footer and empty-output notice are removed.
     """
+    return (text, None) if is_plain_output(text) else decorated_observation(text, counters)
+
+
+def is_plain_output(text: str) -> bool:
+    """Whether no harness prefix starts ``text`` (nor a timeout message), no trailer ends it
+    and no exit code can be read from it: :func:`clean_observation` returns it unchanged."""
+    # its last non-blank character: from the tail alone unless 64 blanks end the text;
+    # "" (a blank text) is in every string, so it takes the long way
+    last = text[-64:].rstrip()[-1:] or text.rstrip()[-1:]
+    return (
+        last not in _DECORATED_LAST and not _DECORATED_HEAD.match(text) and text.find(OH_EXIT_MARK, -300) < 0
+    )
+
+
+def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
+    """:func:`clean_observation` tried on every prefix and trailer (its fast path's specification)."""
     rc: int | None = None
     pm1 = PRE1_OBS_RE.match(text) if text.startswith(("<returncode>\n", "<args>\n")) else None
     if pm1:
@@ -380,14 +406,15 @@ def walk_messages(
     pending: list[int] = []  # indices into steps still waiting for an observation
     filled: set[int] = set()
     carry = ""
-    dialects: Counter[str] = Counter()
+    dialects: dict[str, int] = {}  # in first-seen order: the most frequent, ties to the first
     last_text_dialect = ""
     after_format_error = False
     start = first_user_index(msgs) + 1
     for m in msgs[start:]:
-        if m.role == "system":
+        role = m.role
+        if role == "system":
             continue
-        if m.role == "assistant":
+        if role == "assistant":
             pending = []
             if m.tool_calls:
                 thought = strip_think(m.text)
@@ -404,16 +431,18 @@ def walk_messages(
                     f"the reply after a removed format error refers to it: {thought[:80]!r}",
                 )
             after_format_error = False
-            dialects[dialect] += 1
+            dialects[dialect] = dialects.get(dialect, 0) + 1
             last_text_dialect = dialect
-            thought = join_thought(carry, thought)
-            carry = ""
-            for i, c in enumerate(calls):
-                steps.append(Step(thought=thought if i == 0 else "", call=c, observation="", returncode=None))
-                pending.append(len(steps) - 1)
+            if carry:
+                thought = join_thought(carry, thought)
+                carry = ""
+            for c in calls:
+                pending.append(len(steps))
+                steps.append(Step(thought, c, "", None))
+                thought = ""  # on the first of parallel calls only
             continue
-        open_ = [i for i in pending if i not in filled]
-        if m.role == "tool":
+        open_ = [i for i in pending if i not in filled] if filled else pending
+        if role == "tool":
             target = None
             if m.tool_call_id is not None:
                 target = next((i for i in open_ if _call_id(steps[i]) == m.tool_call_id), None)
@@ -425,8 +454,8 @@ def walk_messages(
             _fill(steps[target], m.text, m.returncode, counters)
             filled.add(target)
             continue
-        if m.role != "user":
-            counters[f"parse/unknown_role/{m.role[:30]}"] += 1
+        if role != "user":
+            counters[f"parse/unknown_role/{role[:30]}"] += 1
             continue
         if not open_:
             carry = ""
@@ -455,8 +484,12 @@ def walk_messages(
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
                 filled.add(i)
-    dialect = dialects.most_common(1)[0][0] if dialects else "none"
+    dialect = max(dialects.items(), key=_count)[0] if dialects else "none"
     return steps, dialect
+
+
+def _count(item: tuple[str, int]) -> int:
+    return item[1]
 
 
 def _call_id(s: Step) -> str | None:
@@ -464,6 +497,15 @@ def _call_id(s: Step) -> str | None:
 
 
 def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    if is_plain_output(raw):  # the usual output: kept as it is
+        step.observation, step.returncode = raw, rc
+    else:
+        fill_decorated(step, raw, rc, counters)
+
+
+def fill_decorated(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
+    """``step``'s observation and return code from a tool result in any harness's wrapping
+    (:func:`_fill`'s long way, the specification of its fast path)."""
     if raw.startswith(("The last command <command>", PRE1_TIMEOUT)):
         tm = MINI_TIMEOUT_RE.match(raw)
         if tm:  # mini-swe-agent killed the command: what it printed until then
@@ -476,7 +518,7 @@ def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
             raise ParseError(
                 "timeout_output_unknown", "pre-1.0 timeout message: what it printed was not kept"
             )
-    obs, marker_rc = clean_observation(raw, counters)
+    obs, marker_rc = decorated_observation(raw, counters)  # = clean_observation: not plain
     step.observation = obs
     step.returncode = rc if rc is not None else marker_rc
 

@@ -32,6 +32,7 @@ GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value
 FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```", re.DOTALL)
 BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
 NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")
+_JSON_HEAD = re.compile(r"\s*\{")
 
 
 def blocks(text: str, open_: str, close: str) -> list[tuple[int, int, int, int]]:
@@ -68,6 +69,9 @@ def _unwrap(value: str) -> str:
 
 def _typed(value: str) -> Any:
     """Integer lists (``view_range``) come back as JSON text in text dialects; decode only those."""
+    first = value[:1]
+    if first != "[" and not first.isspace():  # no list can start it: not stripped, not matched
+        return value
     if NUM_LIST_RE.match(value.strip()):
         return orjson.loads(value.strip())
     return value
@@ -118,9 +122,16 @@ def _xml_calls(body: str) -> list[ToolCall]:
 
 def _json_call(body: str) -> ToolCall:
     try:
-        obj = orjson.loads(body.strip())
+        # JSON's own blank space is blank to str.strip too, and a value neither starts nor ends
+        # with any: a body that parses as it is parses to the same as the stripped one
+        obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise ParseError("bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}") from None
+        try:
+            obj = orjson.loads(body.strip())  # other blank space around the JSON (U+00A0, …)
+        except orjson.JSONDecodeError:
+            raise ParseError(
+                "bad_tool_call", f"<tool_call> JSON does not parse: {body.strip()[:80]!r}"
+            ) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         raise ParseError("bad_tool_call", "<tool_call> JSON without a name")
     args = obj.get("arguments", obj.get("parameters", {}))
@@ -140,9 +151,35 @@ def _glm_call(body: str) -> ToolCall:
     if not name or "\n" in name or "<" in name:
         raise ParseError("bad_tool_call", f"GLM <tool_call> without a name: {body.strip()[:80]!r}")
     args: dict[str, Any] = {}
-    for am in GLM_ARG_RE.finditer(_upto_last(body, "</arg_value>")):
-        args[am.group(1).strip()] = _typed(am.group(2))
+    for key, value in glm_args(body, first):
+        args[key.strip()] = _typed(value)
     return ToolCall(name=name, args=args)
+
+
+_ARG_VALUE_OPEN = re.compile(r"\s*<arg_value>")
+
+
+def glm_args(text: str, pos: int = 0) -> list[tuple[str, str]]:
+    """``(key, value)`` of every match of GLM_ARG_RE in ``text`` from ``pos``, found with
+    ``str.find``: each lazy group ends at the nearest close that lets the rest match (a key at
+    a later ``</arg_key>`` when ``<arg_value>`` does not follow the first), without the regex
+    trying every character of a long value (tests/test_parse_fastpaths.py checks the two agree)."""
+    out: list[tuple[str, str]] = []
+    if pos < 0:
+        return out
+    while (start := text.find("<arg_key>", pos)) >= 0:
+        key_start = start + len("<arg_key>")
+        key_end = text.find("</arg_key>", key_start)
+        opened = None
+        while key_end >= 0 and (opened := _ARG_VALUE_OPEN.match(text, key_end + len("</arg_key>"))) is None:
+            key_end = text.find("</arg_key>", key_end + 1)
+        value_end = text.find("</arg_value>", opened.end()) if opened else -1
+        if opened is None or value_end < 0:  # no key and value close here: try the next opening
+            pos = start + 1
+            continue
+        out.append((text[key_start:key_end], text[opened.end() : value_end]))
+        pos = value_end + len("</arg_value>")
+    return out
 
 
 def extract_calls(
@@ -156,8 +193,7 @@ def extract_calls(
         kinds: list[str] = []
         for _, a, b, _ in spans:
             body = text[a:b]
-            stripped = body.strip()
-            if stripped.startswith("{"):
+            if _JSON_HEAD.match(body):  # = body.strip().startswith("{"), without the copy
                 calls.append(_json_call(body))
                 kinds.append("qwen_json")
             elif "<function=" in body:
@@ -177,11 +213,13 @@ def extract_calls(
         xs = _xml_calls(text[fpos:])
         if xs:
             return strip_think(text[:fpos]), list(xs), "xml"
-    fenced = _upto_last(text, "\n```")
-    fences = list(FENCE_RE.finditer(fenced))
+    # searched only up to the last fence's close (as in ``_upto_last``, without the copy)
+    close = text.rfind("\n```")
+    stop = close + len("\n```") if close >= 0 else 0
+    fences = list(FENCE_RE.finditer(text, 0, stop))
     dialect = "bash"
     if not fences and bare_fence:
-        fences = list(BARE_FENCE_RE.finditer(fenced))
+        fences = list(BARE_FENCE_RE.finditer(text, 0, stop))
         dialect = "ticks"
     if fences:
         if len(fences) > 1 and counters is not None:
@@ -199,7 +237,7 @@ THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
 def strip_think(text: str) -> str:
     """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
     ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
-    if "<think>" not in text and "</think>" not in text:  # the common case: no tags to take apart
+    if "think>" not in text:  # the common case: no <think> or </think> tag to take apart
         m = THOUGHT_PREFIX_RE.match(text)
         return (text[m.end() :] if m else text).strip()
     spans = blocks(text, "<think>", "</think>")

@@ -299,7 +299,9 @@ class _Counting(io.RawIOBase):
         return n
 
 
-_CONTENT = re.compile(rb"\S[^\n]*")  # a line from its first non-blank byte (blank lines are skipped in C)
+# The first non-blank byte at or after a position: a run of blank lines is skipped in C, and the
+# line from there to its newline is found with ``bytes.find`` (a memchr), not matched byte by byte.
+_NON_BLANK = re.compile(rb"\S")
 
 
 def iter_gzip_lines(
@@ -308,11 +310,12 @@ def iter_gzip_lines(
     max_chunk_bytes: int,
     max_record_bytes: int,
     raw_sha: hashlib._Hash | None,
+    block_bytes: int = 1 << 20,
 ) -> Iterator[tuple[int, bytes | None, str]]:
     """Yield ``(line_no, line_bytes | None, problem)`` for every non-blank line of a gzip JSONL
     stream, hashing the uncompressed bytes into ``raw_sha``. Blank lines are counted (line numbers
     stay those of the file) but never materialised, so a stream of newlines costs only the
-    decompression. Memory stays within one block plus one record. Raises ``ShardTooLarge`` /
+    decompression. Memory stays within one block (``block_bytes``) plus one record. Raises ``ShardTooLarge`` /
     ``EOFError`` / ``OSError`` / ``zlib.error`` for a stream that cannot be read whole."""
     gz = gzip.GzipFile(fileobj=stream)
     total = 0
@@ -320,7 +323,7 @@ def iter_gzip_lines(
     pending = b""
     skipping = False  # inside an over-long record: drop bytes up to its newline
     while True:
-        block = gz.read(1 << 20)
+        block = gz.read(block_bytes)
         if not block:
             break
         total += len(block)
@@ -336,32 +339,38 @@ def iter_gzip_lines(
                     yield line_no + 1, None, "record_too_large"
                     pending, skipping = b"", True
             continue
+        # ``data[:stop]`` holds the block's whole lines (no copy of the block unless a record
+        # from the block before continues in it)
         if skipping:  # the over-long record ends in this block
             head_end = block.find(b"\n")
             line_no += 1
             skipping = False
-            data, start = block[: last + 1], head_end + 1
+            data, start, stop = block, head_end + 1, last + 1
+        elif pending:
+            data, start, stop = pending + block, 0, len(pending) + last + 1
         else:
-            data, start = pending + block[: last + 1], 0
+            data, start, stop = block, 0, last + 1
         pos = start
-        for m in _CONTENT.finditer(data, start):
-            line_no += data.count(b"\n", pos, m.start())
-            line = m.group()
+        search = _NON_BLANK.search
+        while (m := search(data, pos, stop)) is not None:
+            first = m.start()
+            end = data.find(b"\n", first, stop)  # ``data[:stop]`` ends with a newline: found
+            line_no += data.count(b"\n", pos, first)
             yield (
                 (line_no + 1, None, "record_too_large")
-                if len(line) > max_record_bytes
-                else (line_no + 1, line, "")
+                if end - first > max_record_bytes
+                else (line_no + 1, data[first:end], "")
             )
-            pos = m.end()  # the gap to the next line is counted, never a line again
-        line_no += data.count(b"\n", pos)
+            pos = end  # the gap to the next line is counted, never a line again
+        line_no += data.count(b"\n", pos, stop)
         pending = block[last + 1 :]
         if len(pending) > max_record_bytes:
             yield line_no + 1, None, "record_too_large"
             pending, skipping = b"", True
     if pending and not skipping:
-        tail = _CONTENT.search(pending)
+        tail = _NON_BLANK.search(pending)
         if tail:
-            yield line_no + 1, tail.group(), ""
+            yield line_no + 1, pending[tail.start() :], ""
 
 
 class ShardTooLarge(Exception):
