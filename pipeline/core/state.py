@@ -316,6 +316,10 @@ def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
     return ordered.partition_by("dataset", maintain_order=True)
 
 
+# per row group of a held file: its one dataset, its first and last source_uid (None: unknown)
+RowGroupKeys = tuple[str | None, str | None, str | None]
+
+
 class State:
     """Typed access to ``<workdir>/state``. No global state: everything hangs off the path.
 
@@ -328,6 +332,9 @@ class State:
         for sub in ("cache", "commits", "published", "ledger"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._verified: dict[Path, tuple[int, int, str]] = {}
+        # footers of held files already read (by size and mtime): the publisher reads each file
+        # once per row group it writes, and the footer decides which of its row groups to decode
+        self._footers: dict[Path, tuple[tuple[int, int], pq.FileMetaData, list[RowGroupKeys]]] = {}
 
     # -- verification ---------------------------------------------------------------------
     def _verify(self, path: Path, sha: str) -> bool:
@@ -519,27 +526,88 @@ class State:
         """The ``columns`` of the runs in ``index`` (rows of :meth:`published` with ``source_uid``,
         ``dataset`` and ``__file``), read from the committed files that hold them, one read per
         file, pruned by the files' statistics. The order is by file, then by row in the file."""
+        if not index.height:
+            return pl.DataFrame()
+        frame = pl.from_arrow(self.held_table(index, columns, pending))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def held_table(
+        self,
+        index: pl.DataFrame,
+        columns: list[str],
+        pending: dict[str, str] | None = None,
+        *,
+        order: list[str] | None = None,
+    ) -> pa.Table:
+        """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
+        sort, so equal keys keep the file order). Only the row groups whose statistics may hold
+        the runs are decoded, and the big columns are copied once (one ``take`` of the rows kept)."""
+        import pyarrow.compute as pc
+
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
-        frames = []
+        tables: list[pa.Table] = []
+        masks: list[pa.ChunkedArray] = []
         for (rel,), keys in sorted(index.group_by(ROW_FILE), key=lambda kv: str(kv[0][0])):
             path = self.root / str(rel)
             if rel not in named:
                 raise StateDamaged(f"the held store names {path}, which no commit holds; {REBUILD_HINT}")
             uids = keys.get_column("source_uid")
-            datasets = keys.get_column("dataset").unique()
-            where = pl.col("source_uid").is_between(pl.lit(uids.min()), pl.lit(uids.max()))
-            if datasets.len() == 1:  # lets the statistics skip the file's other datasets
-                where &= pl.col("dataset") == pl.lit(datasets[0])
+            datasets = set(keys.get_column("dataset").unique().to_list())
+            lo, hi = str(uids.min()), str(uids.max())
             try:
-                frames.append(
-                    pl.scan_parquet(path)
-                    .filter(where & pl.col("source_uid").is_in(uids))
-                    .select(columns)
-                    .collect()
+                meta, groups = self._row_groups(path)
+                want = [
+                    g
+                    for g, (ds, first, last) in enumerate(groups)
+                    if (ds is None or ds in datasets)
+                    and (first is None or first <= hi)
+                    and (last is None or last >= lo)
+                ]
+                table = pq.ParquetFile(path, metadata=meta).read_row_groups(
+                    want, columns=columns, use_threads=False
                 )
-            except (OSError, pl.exceptions.PolarsError) as exc:
+                masks.append(pc.is_in(table.column("source_uid"), value_set=uids.to_arrow()))
+            except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
                 raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
-        return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+            tables.append(table)
+        if not tables:
+            return pa.table({})
+        table = pa.concat_tables(tables, promote_options="permissive")
+        mask = pa.chunked_array([c for m in masks for c in m.chunks], type=pa.bool_())
+        rows = pc.indices_nonzero(mask)
+        if order:
+            keyed = table.select(order).take(rows)
+            rows = rows.take(pc.sort_indices(keyed, sort_keys=[(k, "ascending") for k in order]))
+        return table.take(rows).combine_chunks()
+
+    def _row_groups(self, path: Path) -> tuple[pq.FileMetaData, list[RowGroupKeys]]:
+        """A held file's footer and, per row group, its one dataset (None when several or unknown)
+        and its first and last source_uid (None when unknown): what decides which groups to read."""
+        st = path.stat()
+        cached = self._footers.get(path)
+        if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns):
+            return cached[1], cached[2]
+        meta = pq.read_metadata(path)
+        paths = [meta.schema.column(i).path for i in range(meta.num_columns)]  # leaf columns
+        uid_at = paths.index("source_uid")
+        ds_at = paths.index("dataset") if "dataset" in paths else None
+        groups: list[RowGroupKeys] = []
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            su = rg.column(uid_at).statistics
+            sd = rg.column(ds_at).statistics if ds_at is not None else None
+            one = sd is not None and sd.has_min_max and sd.null_count == 0 and sd.min == sd.max
+            known = su is not None and su.has_min_max
+            groups.append(
+                (
+                    str(sd.min) if one and sd is not None else None,
+                    str(su.min) if known and su is not None else None,
+                    str(su.max) if known and su is not None else None,
+                )
+            )
+        self._footers[path] = ((st.st_size, st.st_mtime_ns), meta, groups)
+        return meta, groups
 
     def ledger(self, pending: dict[str, str] | None = None) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger", pending)

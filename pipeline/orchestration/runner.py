@@ -49,7 +49,7 @@ from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
 from pipeline.orchestration.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
+from schemas.run import DROPS, PUBLISHED, WORK, empty
 
 
 class NoBenchmarks(RuntimeError):
@@ -415,6 +415,7 @@ def _materialise(
     A run that fails before the record leaves the state as it was; one killed after it
     re-renders the same build next time."""
     from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
+    from pipeline.publish.shards import ORDER
 
     files = pending.files if pending else None
     commits = state.commits() + ([pending.meta] if pending else [])
@@ -461,7 +462,7 @@ def _materialise(
                 stats,
                 stage,
                 benchmarks_checked=not config.no_benchmarks,
-                rows=lambda keys: state.held_rows(keys, PUBLISHED_NAMES, pending=files),
+                rows=lambda keys, columns: state.held_table(keys, columns, pending=files, order=ORDER),
                 threads=config.workers,
                 reuse=reusable_shards(workdir / "publish", stage, state.root / SOURCES, sources),
             )
