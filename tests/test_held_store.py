@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline.core import state as state_module
 from pipeline.core.config import DedupParams
-from pipeline.core.state import INDEX_COLUMNS, ROW_FILE, State, UnitMeta
+from pipeline.core.state import INDEX_COLUMNS, ROW_BYTES, ROW_FILE, State, UnitMeta
 from pipeline.dedup.keys import add_dedup_keys
 from pipeline.orchestration.process import STAGE_ONLY
 from pipeline.publish.shards import ORDER
@@ -42,8 +43,11 @@ def spec_rows(state: State, index: pl.DataFrame, columns: list[str]) -> pl.DataF
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def held_store(tmp_path: Path, units: list[list[list[int]]], seed: int) -> tuple[State, pl.DataFrame]:
-    """A state whose commit 0 holds ``units`` (per unit, its batches of run numbers), and its index."""
+def held_store(
+    tmp_path: Path, units: list[list[list[int]]], seed: int, buffer: int = state_module.KEPT_BUFFER_BYTES
+) -> tuple[State, pl.DataFrame]:
+    """A state whose commit 0 holds ``units`` (per unit, its batches of run numbers), and its index;
+    the unit writers hold ``buffer`` bytes of rows before writing them."""
     state = State(tmp_path)
     rng = random.Random(seed)
     files: dict[str, str] = {}
@@ -51,6 +55,7 @@ def held_store(tmp_path: Path, units: list[list[list[int]]], seed: int) -> tuple
     for u, batches in enumerate(units):
         key = f"unit-{u}"
         writer = state.unit_writer(key, "cfg")
+        written = []
         for batch in batches:
             rows = [
                 published_row(i, dataset=rng.choice(DATASETS), pad=rng.choice([0, 10, 3000])) for i in batch
@@ -59,7 +64,12 @@ def held_store(tmp_path: Path, units: list[list[list[int]]], seed: int) -> tuple
                 r["source_uid"] = f"{key}/{r['source_uid']}"
                 r["model"] = rng.choice(["m-1", "m-2"])
             frame = work_frame(rows).with_columns(pl.lit(None, pl.Utf8).alias("problem_statement"))
-            writer.write(add_dedup_keys(frame, state_dedup()).drop(STAGE_ONLY))
+            written.append(add_dedup_keys(frame, state_dedup()).drop(STAGE_ONLY))
+            saved, state_module.KEPT_BUFFER_BYTES = state_module.KEPT_BUFFER_BYTES, buffer
+            try:
+                writer.write(written[-1])
+            finally:
+                state_module.KEPT_BUFFER_BYTES = saved
         meta: UnitMeta = {
             "unit": key,
             "source": "affine",
@@ -72,6 +82,10 @@ def held_store(tmp_path: Path, units: list[list[list[int]]], seed: int) -> tuple
             "raw_bytes": 0,
         }
         writer.finish(add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), meta)
+        # the cache holds exactly the rows written, each with its publishing size
+        kept = pl.read_parquet(state.unit_file(key, "cfg", "kept.parquet"))
+        if written:
+            assert kept.drop(ROW_BYTES).sort("source_uid").equals(pl.concat(written).sort("source_uid"))
         rel, sha = state.hold_unit_rows(0, key, "cfg")
         files[rel] = sha
         kept = pl.read_parquet(state.root / rel, columns=INDEX_COLUMNS)
@@ -91,16 +105,19 @@ batches = st.lists(st.lists(st.integers(0, 60), min_size=0, max_size=9, unique=T
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    units=st.lists(batches, min_size=1, max_size=3), seed=st.integers(0, 2**16), pick=st.integers(0, 2**16)
+    units=st.lists(batches, min_size=1, max_size=3),
+    seed=st.integers(0, 2**16),
+    pick=st.integers(0, 2**16),
+    buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
 )
 def test_held_table_reads_exactly_the_rows_the_polars_scan_did(
-    tmp_path_factory: pytest.TempPathFactory, units: list[list[list[int]]], seed: int, pick: int
+    tmp_path_factory: pytest.TempPathFactory, units: list[list[list[int]]], seed: int, pick: int, buffer: int
 ) -> None:
     # run numbers are unique within a unit (one uid per run), batches may be empty
     seen: set[int] = set()
     units = [[[i for i in b if not (i in seen or seen.add(i))] for b in u] for u in units]  # type: ignore[func-returns-value]
     seen.clear()
-    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed)
+    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer)
     if not index.height:
         return
     rng = random.Random(pick)
