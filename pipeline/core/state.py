@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
+import numpy as np
 import orjson
 import polars as pl
 import pyarrow as pa
@@ -346,6 +347,21 @@ class UnitWriter:
             raise
 
 
+def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` as one chunk per column. Rows read from sorted files mostly come in
+    long ascending stretches: those are sliced (no copy) and joined with one copy, instead of a
+    gather that first concatenates every chunk and then copies each value again."""
+    if not len(rows):
+        return table.slice(0, 0).combine_chunks()
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if len(breaks) >= 64:  # scattered rows: a gather is cheaper than many slices
+        return table.take(pa.array(rows)).combine_chunks()
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(rows)]))
+    parts = [table.slice(int(rows[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
+    return pa.concat_tables(parts).combine_chunks()
+
+
 def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
     if not {"dataset", "source_uid", *PUBLISHED_NAMES} <= set(frame.columns):
         return [frame]  # not run rows
@@ -586,7 +602,6 @@ class State:
         """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
         sort, so equal keys keep the file order). Only the row groups whose statistics may hold
         the runs are decoded, and the big columns are copied once (one ``take`` of the rows kept)."""
-        import numpy as np
         import pyarrow.compute as pc
 
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
@@ -627,9 +642,7 @@ class State:
         if order:
             keyed = table.select(order).take(rows)
             rows = rows.take(pc.sort_indices(keyed, sort_keys=[(k, "ascending") for k in order]))
-        if len(rows) == table.num_rows and np.array_equal(rows.to_numpy(), np.arange(len(rows))):
-            return table.combine_chunks()  # every row read is wanted, already in order: no gather
-        return table.take(rows).combine_chunks()
+        return _gather(table, rows.to_numpy())
 
     def _row_groups(self, path: Path) -> tuple[pq.FileMetaData, list[RowGroupKeys]]:
         """A held file's footer and, per row group, its one dataset (None when several or unknown)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -214,6 +215,8 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         t0 = time.perf_counter()
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
+            warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
+            warm.start()
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
                 metas = executor.map(
                     process_unit,
@@ -222,6 +225,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
                     str(workdir),
                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
                 )
+            warm.join()
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
@@ -240,6 +244,17 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
         summary.seconds["publish"] = time.perf_counter() - t0
     return summary
+
+
+def _import_tail_modules() -> None:
+    """Import what the driver needs after the map (trajectory dedup, the ledger's scrub, the
+    publisher) while the workers run, instead of in the serial tail after them. A failure here
+    is met again, and reported, where the module is used."""
+    with contextlib.suppress(Exception):
+        import pipeline.core.context
+        import pipeline.publish.publisher
+        import pipeline.stages.scrub
+        import pipeline.stages.traj_dedup  # noqa: F401
 
 
 @contextlib.contextmanager
