@@ -156,3 +156,36 @@ def test_a_held_file_unreadable_as_parquet_is_state_damage(tmp_path: Path) -> No
     (state.root / str(index.get_column(ROW_FILE)[0])).write_bytes(b"PAR1 not a parquet file PAR1")
     with pytest.raises(StateDamaged, match="--rebuild"):
         State(tmp_path).held_table(index, PUBLISHED_NAMES)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    chunks=st.lists(st.integers(0, 6), min_size=1, max_size=5),
+    picks=st.lists(st.integers(0, 10_000), max_size=150),
+    stretch=st.booleans(),
+)
+def test_gather_is_take_in_one_chunk(chunks: list[int], picks: list[int], stretch: bool) -> None:
+    """_gather (slices of ascending stretches, or a take when rows are scattered) returns exactly
+    ``take`` of the rows, as one chunk per column, over any chunking."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.core.state import _gather
+
+    start = 0
+    parts = []
+    for n in chunks:
+        values = [f"r{i}" * (i % 3) for i in range(start, start + n)]
+        numbers = pa.array(range(start, start + n), pa.int64())
+        parts.append(pa.table({"v": pa.array(values, pa.string()), "n": numbers}))
+        start += n
+    table = pa.concat_tables(parts)
+    if not table.num_rows:
+        return
+    if stretch:  # sorted runs, as read from sorted files: a few ascending stretches
+        rows = np.array(sorted({p % table.num_rows for p in picks}), dtype=np.int64)
+    else:
+        rows = np.array([p % table.num_rows for p in picks], dtype=np.int64)
+    got = _gather(table, rows)
+    assert got.equals(table.take(pa.array(rows, pa.int64())))
+    assert all(col.num_chunks <= 1 for col in got.columns)

@@ -411,6 +411,11 @@ class State:
             self._verified[path] = (st.st_size, st.st_mtime_ns, sha)
         return ok
 
+    def _trust(self, path: Path, sha: str) -> None:
+        """Record ``path`` as verified: its bytes, as this process just wrote them, hash to ``sha``."""
+        st = path.stat()
+        self._verified[path] = (st.st_size, st.st_mtime_ns, sha)
+
     def _verify_named(self, owner: Path, base: Path, files: dict[str, str]) -> None:
         for rel, sha in files.items():
             path = base / rel
@@ -506,6 +511,7 @@ class State:
             copy_verified(src, self.root / rel, sha)
         except CopyMismatch as exc:
             raise StateDamaged(f"state file {src} is damaged ({exc}); {REBUILD_HINT}") from None
+        self._trust(self.root / rel, sha)  # its bytes were hashed as they were written
         return rel, sha
 
     def write_parts(
