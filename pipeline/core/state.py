@@ -607,7 +607,7 @@ class State:
     ) -> pa.Table:
         """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
         sort, so equal keys keep the file order). Only the row groups whose statistics may hold
-        the runs are decoded, and the big columns are copied once (one ``take`` of the rows kept)."""
+        the runs are decoded, and the big columns are copied once (:func:`_gather`)."""
         import pyarrow.compute as pc
 
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
