@@ -13,7 +13,7 @@ from typing import NotRequired, TypedDict
 import polars as pl
 
 from pipeline.core.state import IngestKey
-from pipeline.stages import STAGE_ORDER
+from pipeline.stages import STAGE_ORDER  # the order only: no step is imported
 from schemas.run import DROPS, empty
 
 

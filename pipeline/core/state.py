@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
+import numpy as np
 import orjson
 import polars as pl
 import pyarrow as pa
@@ -206,6 +207,29 @@ def read_sealed(path: Path) -> dict[str, Any]:
     return record
 
 
+# The unit caches and their held copies are read only by this package (the publisher decodes
+# them once more to write the shards): LZ4 and no dictionary for the big text columns decode
+# about twice as fast as zstd, and statistics are kept for the two columns reads are pruned by.
+KEPT_PARQUET: dict[str, Any] = {
+    "compression": "lz4",
+    "use_dictionary": [
+        "family",
+        "language",
+        "resolved",
+        "model",
+        "harness",
+        "id_kind",
+        "affine_source",
+        "origin",
+        "affine_fold_group",
+        "dialect",
+        "dataset",
+        "messages.list.element.role",
+    ],
+    "write_statistics": ["source_uid", "dataset"],
+}
+KEPT_BUFFER_BYTES = 32 * 2**20
+
 STATE_FORMAT = 3  # 2: sha256s of named files; 3: the held store is an index into the unit caches
 COMMIT_NAME = re.compile(r"^(\d{6})\.json$")
 
@@ -223,6 +247,10 @@ class UnitWriter:
             stale.unlink(missing_ok=True)
         self._tmp = directory / f".kept.parquet.{os.getpid()}.tmp"
         self._writer: pq.ParquetWriter | None = None
+        # kept rows wait here (up to KEPT_BUFFER_BYTES) so each dataset's rows of a unit are
+        # written as one sorted row group, not one small group per batch and dataset
+        self._buffer: list[pl.DataFrame] = []
+        self._buffered = 0
         # drops stream to disk as they come (a chunk of a million bad lines holds none of them):
         # "q" line-level quarantine entries (always kept), "d" stage drops (discarded with the rows)
         self._drops: dict[str, tuple[Path, pq.ParquetWriter]] = {}
@@ -267,16 +295,30 @@ class UnitWriter:
         self._drops.clear()
 
     def write(self, frame: pl.DataFrame) -> None:
-        """Append run rows: one row group per dataset, rows by source_uid, with each row's
+        """Append run rows. They are held until :data:`KEPT_BUFFER_BYTES` have come (or the unit
+        ends), then written a row group per dataset, rows by source_uid, with each row's
         publishing size, so the publisher reads one dataset's rows by statistics alone."""
+        self._buffer.append(frame)
+        self._buffered += int(frame.estimated_size())
+        if self._buffered >= KEPT_BUFFER_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        frame = self._buffer[0] if len(self._buffer) == 1 else pl.concat(self._buffer, how="vertical_relaxed")
+        self._buffer.clear()
+        self._buffered = 0
         for part in _by_dataset(frame):
             table = part.to_arrow()
             if self._writer is None:
-                self._writer = pq.ParquetWriter(self._tmp, table.schema, compression="zstd")
+                self._writer = pq.ParquetWriter(self._tmp, table.schema, **KEPT_PARQUET)
             self._writer.write_table(table.cast(self._writer.schema))
 
     def discard(self) -> None:
         """Forget the rows and stage drops written so far (a shard that failed verification)."""
+        self._buffer.clear()
+        self._buffered = 0
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -285,8 +327,10 @@ class UnitWriter:
 
     def finish(self, empty_kept: pl.DataFrame, empty_drops: pl.DataFrame, meta: UnitMeta) -> None:
         try:
+            self._flush()
             if self._writer is None:
                 self.write(empty_kept)
+                self._flush()
             assert self._writer is not None
             self._writer.close()
             fsync_replace(self._tmp, self.dir / "kept.parquet")
@@ -303,6 +347,21 @@ class UnitWriter:
             raise
 
 
+def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` as one chunk per column. Rows read from sorted files mostly come in
+    long ascending stretches: those are sliced (no copy) and joined with one copy, instead of a
+    gather that first concatenates every chunk and then copies each value again."""
+    if not len(rows):
+        return table.slice(0, 0).combine_chunks()
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if len(breaks) >= 64:  # scattered rows: a gather is cheaper than many slices
+        return table.take(pa.array(rows)).combine_chunks()
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(rows)]))
+    parts = [table.slice(int(rows[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
+    return pa.concat_tables(parts).combine_chunks()
+
+
 def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
     if not {"dataset", "source_uid", *PUBLISHED_NAMES} <= set(frame.columns):
         return [frame]  # not run rows
@@ -314,6 +373,10 @@ def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
         return [frame]
     ordered = frame.sort(["dataset", "source_uid"], maintain_order=True, nulls_last=True)
     return ordered.partition_by("dataset", maintain_order=True)
+
+
+# per row group of a held file: its one dataset, its first and last source_uid (None: unknown)
+RowGroupKeys = tuple[str | None, str | None, str | None]
 
 
 class State:
@@ -328,6 +391,9 @@ class State:
         for sub in ("cache", "commits", "published", "ledger"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._verified: dict[Path, tuple[int, int, str]] = {}
+        # footers of held files already read (by size and mtime): the publisher reads each file
+        # once per row group it writes, and the footer decides which of its row groups to decode
+        self._footers: dict[Path, tuple[tuple[int, int], pq.FileMetaData, list[RowGroupKeys]]] = {}
 
     # -- verification ---------------------------------------------------------------------
     def _verify(self, path: Path, sha: str) -> bool:
@@ -344,6 +410,11 @@ class State:
         if ok:
             self._verified[path] = (st.st_size, st.st_mtime_ns, sha)
         return ok
+
+    def _trust(self, path: Path, sha: str) -> None:
+        """Record ``path`` as verified: its bytes, as this process just wrote them, hash to ``sha``."""
+        st = path.stat()
+        self._verified[path] = (st.st_size, st.st_mtime_ns, sha)
 
     def _verify_named(self, owner: Path, base: Path, files: dict[str, str]) -> None:
         for rel, sha in files.items():
@@ -440,6 +511,7 @@ class State:
             copy_verified(src, self.root / rel, sha)
         except CopyMismatch as exc:
             raise StateDamaged(f"state file {src} is damaged ({exc}); {REBUILD_HINT}") from None
+        self._trust(self.root / rel, sha)  # its bytes were hashed as they were written
         return rel, sha
 
     def write_parts(
@@ -519,27 +591,92 @@ class State:
         """The ``columns`` of the runs in ``index`` (rows of :meth:`published` with ``source_uid``,
         ``dataset`` and ``__file``), read from the committed files that hold them, one read per
         file, pruned by the files' statistics. The order is by file, then by row in the file."""
+        if not index.height:
+            return pl.DataFrame()
+        frame = pl.from_arrow(self.held_table(index, columns, pending))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def held_table(
+        self,
+        index: pl.DataFrame,
+        columns: list[str],
+        pending: dict[str, str] | None = None,
+        *,
+        order: list[str] | None = None,
+    ) -> pa.Table:
+        """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
+        sort, so equal keys keep the file order). Only the row groups whose statistics may hold
+        the runs are decoded, and the big columns are copied once (:func:`_gather`)."""
+        import pyarrow.compute as pc
+
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
-        frames = []
-        for (rel,), keys in sorted(index.group_by(ROW_FILE), key=lambda kv: str(kv[0][0])):
-            path = self.root / str(rel)
+        tables: list[pa.Table] = []
+        masks: list[pa.ChunkedArray] = []
+        by_file = [(str(rel), keys) for (rel,), keys in index.group_by(ROW_FILE)]
+        # by file; for a sorted read, by each file's first run (files whose runs do not interleave
+        # then come out in order, and need no reordering)
+        by_file.sort(key=lambda fk: (str(fk[1].get_column("source_uid").min()), fk[0]) if order else fk[0])
+        for rel, keys in by_file:
+            path = self.root / rel
             if rel not in named:
                 raise StateDamaged(f"the held store names {path}, which no commit holds; {REBUILD_HINT}")
             uids = keys.get_column("source_uid")
-            datasets = keys.get_column("dataset").unique()
-            where = pl.col("source_uid").is_between(pl.lit(uids.min()), pl.lit(uids.max()))
-            if datasets.len() == 1:  # lets the statistics skip the file's other datasets
-                where &= pl.col("dataset") == pl.lit(datasets[0])
+            datasets = set(keys.get_column("dataset").unique().to_list())
+            lo, hi = str(uids.min()), str(uids.max())
             try:
-                frames.append(
-                    pl.scan_parquet(path)
-                    .filter(where & pl.col("source_uid").is_in(uids))
-                    .select(columns)
-                    .collect()
+                meta, groups = self._row_groups(path)
+                want = [
+                    g
+                    for g, (ds, first, last) in enumerate(groups)
+                    if (ds is None or ds in datasets)
+                    and (first is None or first <= hi)
+                    and (last is None or last >= lo)
+                ]
+                table = pq.ParquetFile(path, metadata=meta).read_row_groups(
+                    want, columns=columns, use_threads=False
                 )
-            except (OSError, pl.exceptions.PolarsError) as exc:
+                masks.append(pc.is_in(table.column("source_uid"), value_set=uids.to_arrow()))
+            except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
                 raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
-        return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
+            tables.append(table)
+        if not tables:
+            return pa.table({})
+        table = pa.concat_tables(tables, promote_options="permissive")
+        mask = pa.chunked_array([c for m in masks for c in m.chunks], type=pa.bool_())
+        rows = pc.indices_nonzero(mask)
+        if order:
+            keyed = table.select(order).take(rows)
+            rows = rows.take(pc.sort_indices(keyed, sort_keys=[(k, "ascending") for k in order]))
+        return _gather(table, rows.to_numpy())
+
+    def _row_groups(self, path: Path) -> tuple[pq.FileMetaData, list[RowGroupKeys]]:
+        """A held file's footer and, per row group, its one dataset (None when several or unknown)
+        and its first and last source_uid (None when unknown): what decides which groups to read."""
+        st = path.stat()
+        cached = self._footers.get(path)
+        if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns):
+            return cached[1], cached[2]
+        meta = pq.read_metadata(path)
+        paths = [meta.schema.column(i).path for i in range(meta.num_columns)]  # leaf columns
+        uid_at = paths.index("source_uid")
+        ds_at = paths.index("dataset") if "dataset" in paths else None
+        groups: list[RowGroupKeys] = []
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            su = rg.column(uid_at).statistics
+            sd = rg.column(ds_at).statistics if ds_at is not None else None
+            one = sd is not None and sd.has_min_max and sd.null_count == 0 and sd.min == sd.max
+            known = su is not None and su.has_min_max
+            groups.append(
+                (
+                    str(sd.min) if one and sd is not None else None,
+                    str(su.min) if known and su is not None else None,
+                    str(su.max) if known and su is not None else None,
+                )
+            )
+        self._footers[path] = ((st.st_size, st.st_mtime_ns), meta, groups)
+        return meta, groups
 
     def ledger(self, pending: dict[str, str] | None = None) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger", pending)

@@ -26,7 +26,6 @@ from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_
 from pipeline.io.faults import crashpoint
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit
-from pipeline.stages import UNIT_STEPS
 from pipeline.stages.base import Step
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
 from schemas.run import DROPS, WORK, empty
@@ -57,6 +56,8 @@ def load_context(config: Config) -> Context:
 
 def build_steps(ctx: Context) -> list[Step[Any, Any]]:
     """The per-unit steps in ledger order (``pipeline.stages.UNIT_STEPS``)."""
+    from pipeline.stages import UNIT_STEPS
+
     return [step(ctx) for step in UNIT_STEPS]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -49,7 +50,7 @@ from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
 from pipeline.orchestration.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
-from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
+from schemas.run import DROPS, PUBLISHED, WORK, empty
 
 
 class NoBenchmarks(RuntimeError):
@@ -214,6 +215,8 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         t0 = time.perf_counter()
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
+            warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
+            warm.start()
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
                 metas = executor.map(
                     process_unit,
@@ -222,6 +225,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
                     str(workdir),
                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
                 )
+            warm.join()
             for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
@@ -240,6 +244,17 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
         summary.seconds["publish"] = time.perf_counter() - t0
     return summary
+
+
+def _import_tail_modules() -> None:
+    """Import what the driver needs after the map (trajectory dedup, the ledger's scrub, the
+    publisher) while the workers run, instead of in the serial tail after them. A failure here
+    is met again, and reported, where the module is used."""
+    with contextlib.suppress(Exception):
+        import pipeline.core.context
+        import pipeline.publish.publisher
+        import pipeline.stages.scrub
+        import pipeline.stages.traj_dedup  # noqa: F401
 
 
 @contextlib.contextmanager
@@ -415,6 +430,7 @@ def _materialise(
     A run that fails before the record leaves the state as it was; one killed after it
     re-renders the same build next time."""
     from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
+    from pipeline.publish.shards import ORDER
 
     files = pending.files if pending else None
     commits = state.commits() + ([pending.meta] if pending else [])
@@ -461,7 +477,7 @@ def _materialise(
                 stats,
                 stage,
                 benchmarks_checked=not config.no_benchmarks,
-                rows=lambda keys: state.held_rows(keys, PUBLISHED_NAMES, pending=files),
+                rows=lambda keys, columns: state.held_table(keys, columns, pending=files, order=ORDER),
                 threads=config.workers,
                 reuse=reusable_shards(workdir / "publish", stage, state.root / SOURCES, sources),
             )

@@ -35,6 +35,7 @@ from pipeline.io.fileio import (
 )
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
+    ROW_BYTES,
     SHARD_RE,
     RowReader,
     plan_shards,
@@ -143,8 +144,11 @@ def publish_tree(
     if threads > 1 and len(names) > 1:
         # Parquet reading and encoding run outside the GIL: datasets are written side by side
         # (each tree depends only on its own rows, so the bytes are the same in any order)
+        # largest first (LPT), so the trees still being written at the end are small ones
+        weight = pl.col(ROW_BYTES).sum() if ROW_BYTES in lazy.collect_schema().names() else pl.len()
+        sizes = dict(lazy.group_by("dataset").agg(weight.alias("w")).collect().iter_rows())
         with ThreadPoolExecutor(min(threads, len(names)), thread_name_prefix="trajpipe-publish") as pool:
-            list(pool.map(one, names))
+            list(pool.map(one, sorted(names, key=lambda n: (-int(sizes.get(n) or 0), n))))
     else:
         for name in names:
             one(name)

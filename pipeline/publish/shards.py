@@ -22,10 +22,13 @@ import pyarrow.parquet as pq
 from pipeline.io.fileio import atomic_write_bytes
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
-# Given the index of a dataset's runs (``source_uid``, ``dataset``, ``__file`` of a row group),
-# the full rows of those runs in any order: how a store that keeps rows where they were first
-# written (pipeline.core.state) hands them to the shard writer.
-RowReader = Callable[[pl.DataFrame], pl.DataFrame]
+# The publishing order: source_uid is unique per run; the other keys only make the order total
+# if it ever is not.
+ORDER = ["source_uid", "instance_id", "model"]
+# Given the index of a dataset's runs (``source_uid``, ``dataset``, ``__file`` of a row group)
+# and the columns to read, the rows of those runs sorted by ORDER (a stable sort): how a store
+# that keeps rows where they were first written (pipeline.core.state) hands them to the writer.
+RowReader = Callable[[pl.DataFrame, list[str]], pa.Table]
 ROW_BYTES = "__bytes"  # a precomputed row_bytes_expr (pipeline.core.state.ROW_BYTES)
 MAX_SHARD_BYTES = 500 * 2**20
 # ≤ 100 MB as the Hub convention allows; 32 MB bounds what the publisher holds at once (one row
@@ -51,8 +54,7 @@ def sorted_rows(frame: pl.DataFrame) -> pl.DataFrame:
     missing = [n for n in PUBLISHED_NAMES if n not in frame.columns]
     if missing:
         raise ValueError(f"frame lacks published columns: {missing}")
-    # source_uid is unique per run; the other keys only make the order total if it ever is not.
-    return frame.select(PUBLISHED_NAMES).sort(["source_uid", "instance_id", "model"], maintain_order=True)
+    return frame.select(PUBLISHED_NAMES).sort(ORDER, maintain_order=True)
 
 
 def row_bytes_expr() -> pl.Expr:
@@ -147,7 +149,7 @@ def plan_shards(
             *extra,
             (pl.col(ROW_BYTES) if indexed else row_bytes_expr()).alias("__size"),
         )
-        .sort(["source_uid", "instance_id", "model"], maintain_order=True)
+        .sort(ORDER, maintain_order=True)
         .collect(engine="streaming")
     )
     sizes = keys["__size"].to_numpy() if keys.height else np.zeros(0, dtype=np.int64)
@@ -167,14 +169,15 @@ def _row_group(
     rest of the store, so only the row groups holding them are read), or by ``rows_of``."""
     lo, hi = plan.uids[a], plan.uids[b - 1]
     if rows_of is not None and plan.keys is not None:
-        rows = sorted_rows(rows_of(plan.keys.slice(a, b - a)))
+        table = rows_of(plan.keys.slice(a, b - a), PUBLISHED_NAMES).select(PUBLISHED_NAMES)
     else:
         rows = sorted_rows(lazy.filter(pl.col("source_uid").is_between(pl.lit(lo), pl.lit(hi))).collect())
-    if rows.height != b - a:
+        table = rows.to_arrow()
+    if table.num_rows != b - a:
         raise ValueError(
-            f"source_uid is not unique between {lo!r} and {hi!r}: {rows.height} rows, want {b - a}"
+            f"source_uid is not unique between {lo!r} and {hi!r}: {table.num_rows} rows, want {b - a}"
         )
-    return rows.to_arrow().cast(PUBLISHED)
+    return table.cast(PUBLISHED)
 
 
 def write_shards(

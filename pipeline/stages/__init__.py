@@ -3,39 +3,62 @@
 ``STEPS`` is read by the per-unit work (``pipeline.orchestration.process.process_unit``), by ``trajpipe convert``
 (``pipeline.orchestration.convert_files``, which skips the corpus-level steps) and by the ledger's stage order
 (``STAGE_ORDER``). Every step follows the contract of :class:`pipeline.stages.base.Step`.
+
+The step classes are imported when ``STEPS`` (or ``UNIT_STEPS``, ``GLOBAL_STEPS``) is first read:
+the driver needs only the stage order, and importing every step (the leak scanners compile
+kernels) would add a second to its start-up.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from pipeline.stages.base import StageName, Step
-from pipeline.stages.convert import Convert
-from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
-from pipeline.stages.parse import Parse
-from pipeline.stages.quarantine import Quarantine
-from pipeline.stages.scrub import Scrub
-from pipeline.stages.task_dedup import TaskDedup
-from pipeline.stages.traj_dedup import TrajDedup
-from pipeline.stages.validate import Validate
 
-# In ledger order: a run is dropped once, by the first step that drops it.
-STEPS: tuple[type[Step[Any, Any]], ...] = (
-    Quarantine,
-    Parse,
-    Convert,
-    TaskDedup,
-    SolutionLeak,
-    BenchmarkLeak,
-    Scrub,
-    Validate,
-    TrajDedup,
-)
+# The ledger's stage order: StageName's, which STEPS declares in the same order (tests/test_steps.py).
+STAGE_ORDER: tuple[StageName, ...] = get_args(StageName)
 
-STAGE_ORDER: tuple[StageName, ...] = tuple(s.name for s in STEPS)
+if TYPE_CHECKING:
+    STEPS: tuple[type[Step[Any, Any]], ...]
+    UNIT_STEPS: tuple[type[Step[Any, Any]], ...]
+    GLOBAL_STEPS: tuple[type[Step[Any, Any]], ...]
 
-# the steps run per unit by an executor, and the global ones run once by the driver
-UNIT_STEPS = tuple(s for s in STEPS if not s.is_global)
-GLOBAL_STEPS = tuple(s for s in STEPS if s.is_global)
+
+def _declare() -> dict[str, tuple[type[Step[Any, Any]], ...]]:
+    from pipeline.stages.convert import Convert
+    from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+    from pipeline.stages.parse import Parse
+    from pipeline.stages.quarantine import Quarantine
+    from pipeline.stages.scrub import Scrub
+    from pipeline.stages.task_dedup import TaskDedup
+    from pipeline.stages.traj_dedup import TrajDedup
+    from pipeline.stages.validate import Validate
+
+    # In ledger order: a run is dropped once, by the first step that drops it.
+    steps: tuple[type[Step[Any, Any]], ...] = (
+        Quarantine,
+        Parse,
+        Convert,
+        TaskDedup,
+        SolutionLeak,
+        BenchmarkLeak,
+        Scrub,
+        Validate,
+        TrajDedup,
+    )
+    # the steps run per unit by an executor, and the global ones run once by the driver
+    return {
+        "STEPS": steps,
+        "UNIT_STEPS": tuple(s for s in steps if not s.is_global),
+        "GLOBAL_STEPS": tuple(s for s in steps if s.is_global),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("STEPS", "UNIT_STEPS", "GLOBAL_STEPS"):
+        globals().update(_declare())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["GLOBAL_STEPS", "STAGE_ORDER", "STEPS", "UNIT_STEPS"]
