@@ -68,7 +68,7 @@ def _loads(line: bytes) -> None:
 
 def floor_file(path: str) -> dict[str, Any]:
     """The floor for one input file: decode every record, nothing else. Returns bytes and lines."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     raw = lines = 0
     if path.endswith(".jsonl.gz"):
         pending = b""
@@ -102,7 +102,12 @@ def floor_file(path: str) -> dict[str, Any]:
                 else:
                     raw += len(orjson.dumps(msgs))
                 lines += 1
-    return {"raw_bytes": raw, "lines": lines, "seconds": time.perf_counter() - t0}
+    return {
+        "raw_bytes": raw,
+        "lines": lines,
+        "seconds": time.perf_counter() - t0,
+        "cpu": time.process_time() - c0,
+    }
 
 
 def synth_command(out: Path, runs: int, epochs: int, seed: int) -> list[str]:
@@ -311,6 +316,15 @@ def measure_pipeline(corpus: Path, workdir: Path, workers: int, executor: str) -
         "phases": {k: v for k, v in summary.seconds.items() if not k.startswith("unit/")},
         # per step of process_unit: wall seconds inside the workers, summed over every unit
         "steps": {k.split("/", 1)[1]: v for k, v in summary.seconds.items() if k.startswith("unit/")},
+        # the same in CPU seconds of the worker processes (a tree older than the CPU accounting: none)
+        "steps_cpu": {
+            k.split("/", 1)[1]: v
+            for k, v in getattr(summary, "cpu_seconds", {}).items()
+            if k.startswith("unit/")
+        },
+        "phases_cpu": {
+            k: v for k, v in getattr(summary, "cpu_seconds", {}).items() if not k.startswith("unit/")
+        },
         "units": summary.units_total,
         "stats_raw_bytes": stats.get("raw_bytes", 0),
         "ingested": stats["ingested"]["total"],
@@ -339,6 +353,7 @@ def measure_floor(corpus: Path, workdir: Path, workers: int, executor: str) -> d
     return {
         "floor_wall": wall,
         "floor_cpu": sum(f["seconds"] for f in floors),  # decode seconds summed over the units
+        "floor_proc_cpu": sum(f["cpu"] for f in floors),  # the same in CPU seconds
         "raw_bytes": sum(f["raw_bytes"] for f in floors),
         "records": sum(f["lines"] for f in floors),
         "units": len(units),
@@ -555,8 +570,50 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
             f"| **per-unit total** | **{total:.2f}** | 100% | **{total / fm['floor_cpu']:.2f}** |",
             f"| (floor, decode s) | {fm['floor_cpu']:.2f} | | 1.00 |",
         ]
+    lines += cpu_table(m, fm, bm, bf)
     lines += scaling(args, reps)
     return "\n".join(lines) + "\n"
+
+
+def cpu_table(
+    m: dict[str, Any], fm: dict[str, Any], bm: dict[str, Any] | None, bf: dict[str, Any] | None
+) -> list[str]:
+    """Per-unit steps and driver phases in CPU seconds (robust to the machine's load), against the
+    floor's CPU seconds; a before tree older than the CPU accounting has none ("–")."""
+    cpu, phases = m.get("steps_cpu") or {}, m.get("phases_cpu") or {}
+    if not cpu or not fm.get("floor_proc_cpu"):
+        return []
+    floor = fm["floor_proc_cpu"]
+    bcpu = (bm or {}).get("steps_cpu") or {}
+    bfloor = (bf or {}).get("floor_proc_cpu")
+    lines = [
+        "",
+        "### CPU seconds per step (median rep)",
+        "",
+        "CPU seconds of the worker processes per step of `process_unit`, summed over every unit, and "
+        "of the driver per phase; × floor is against the floor's decode CPU seconds over the same units "
+        "in the same rep.",
+        "",
+        "| step | before CPU s | × floor | after CPU s | × floor |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, secs in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        b = bcpu.get(name)
+        lines.append(f"| {name} | {_cell(b)} | {_cell(b, bfloor)} | {secs:.2f} | {secs / floor:.2f} |")
+    total, btotal = sum(cpu.values()), (sum(bcpu.values()) if bcpu else None)
+    lines.append(
+        f"| **per-unit total** | **{_cell(btotal)}** | **{_cell(btotal, bfloor)}** | **{total:.2f}** "
+        f"| **{total / floor:.2f}** |"
+    )
+    for phase in ("dedup", "publish"):
+        if phase in phases:
+            b = ((bm or {}).get("phases_cpu") or {}).get(phase)
+            lines.append(
+                f"| driver: {phase} | {_cell(b)} | {_cell(b, bfloor)} | {phases[phase]:.2f} "
+                f"| {phases[phase] / floor:.2f} |"
+            )
+    lines.append(f"| (floor, decode CPU s) | {_cell(bfloor)} | 1.00 | {floor:.2f} | 1.00 |")
+    return lines
 
 
 def _cell(x: float | None, per: float | None = None) -> str:

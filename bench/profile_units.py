@@ -1,4 +1,4 @@
-"""Where per-unit time goes: run the pipeline on a corpus and print CPU seconds per step.
+"""Where per-unit time goes: run the pipeline on a corpus and print wall and CPU seconds per step.
 
 Usage: .venv/bin/python bench/profile_units.py CORPUS_DIR [--workers 1] [--benchmarks DIR]
 
@@ -41,16 +41,17 @@ def main() -> None:
     wall = time.perf_counter() - t0
     mb = summary.stats["raw_bytes"] / 1e6
     unit = {k: v for k, v in summary.seconds.items() if k.startswith("unit/")}
+    cpu = summary.cpu_seconds
     total = sum(unit.values())
     print(
         f"{mb:.1f} MB raw, {summary.stats['invariant']['ingested']} runs, wall {wall:.1f}s "
         f"({mb / wall:.1f} MB/s), workers {args.workers}"
     )
-    print(f"{'step':24s} {'seconds':>8s} {'share':>6s} {'MB/s':>7s}")
+    print(f"{'step':24s} {'wall s':>8s} {'CPU s':>8s} {'share':>6s} {'MB/s':>7s}")
     for k, v in sorted(unit.items(), key=lambda kv: -kv[1]):
-        print(f"{k:24s} {v:8.2f} {v / total:6.1%} {mb / v if v else 0:7.1f}")
+        print(f"{k:24s} {v:8.2f} {cpu.get(k, 0.0):8.2f} {v / total:6.1%} {mb / v if v else 0:7.1f}")
     for k in ("list", "units", "dedup", "publish"):
-        print(f"driver/{k:17s} {summary.seconds.get(k, 0):8.2f}")
+        print(f"driver/{k:17s} {summary.seconds.get(k, 0):8.2f} {cpu.get(k, 0.0):8.2f}")
     shutil.rmtree(work, ignore_errors=True)
 
 

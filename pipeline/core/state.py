@@ -68,9 +68,11 @@ class UnitMeta(TypedDict):
 
 
 class UnitSummary(UnitMeta):
-    """What ``process_unit`` returns: the meta and this call's wall time per step (not cached)."""
+    """What ``process_unit`` returns: the meta and this call's wall and CPU seconds per step (not
+    cached)."""
 
     seconds: dict[str, float]
+    cpu_seconds: dict[str, float]
 
 
 class CommitMeta(TypedDict, total=False):

@@ -9,6 +9,7 @@ the driver (``pipeline.orchestration.runner``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -74,20 +75,44 @@ def read_unit(unit: Unit, config: Config) -> Iterator[RawRun | Quarantined | Sha
     return affine.read_unit(unit, config.limits)
 
 
+class StepTimes:
+    """Wall and CPU seconds per step of one unit, summed over its batches (returned with the
+    unit's summary, never cached). CPU seconds are the process's, pool threads included: a worker
+    runs one unit at a time, so they are the step's own and stay true on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.wall: defaultdict[str, float] = defaultdict(float)
+        self.cpu: defaultdict[str, float] = defaultdict(float)
+        self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.wall[name] += time.perf_counter() - wall
+            self.cpu[name] += time.process_time() - cpu
+
+    def rest(self, name: str) -> None:
+        """Book what no step was timed for since this clock started (reading the input) to ``name``."""
+        self.wall[name] = max(0.0, time.perf_counter() - self._wall0 - sum(self.wall.values()))
+        self.cpu[name] = max(0.0, time.process_time() - self._cpu0 - sum(self.cpu.values()))
+
+
 def run_steps(
     steps: list[Step[Any, Any]],
     batch: Any,
-    seconds: dict[str, float] | None = None,
+    times: StepTimes | None = None,
 ) -> tuple[Any, list[pl.DataFrame], Counter[str]]:
     """Pass ``batch`` through ``steps`` in order: the last step's kept batch, every step's
     dropped rows (in step order) and the counters."""
     drops: list[pl.DataFrame] = []
     counters: Counter[str] = Counter()
-    timing: dict[str, float] = seconds if seconds is not None else defaultdict(float)
+    clock = times if times is not None else StepTimes()
     for step in steps:
-        t0 = time.perf_counter()
-        out = step(batch)
-        timing[step.name] = timing.get(step.name, 0.0) + time.perf_counter() - t0
+        with clock.step(step.name):
+            out = step(batch)
         batch = out.kept
         drops.append(out.dropped)
         counters.update(out.counters)
@@ -116,7 +141,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
     state = State(Path(workdir))
     chash = config.stage_hash()
     if state.cached(unit.state_key, chash):
-        return UnitSummary(**state.read_unit_meta(unit.state_key, chash), seconds={})
+        return UnitSummary(**state.read_unit_meta(unit.state_key, chash), seconds={}, cpu_seconds={})
     _, steps = worker_setup(config)
     writer = state.unit_writer(unit.state_key, chash)
     # Memory stays flat whatever a chunk holds: every batch's drops go to the unit writer as they
@@ -133,28 +158,25 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
 
     ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
-    seconds: defaultdict[str, float] = defaultdict(float)  # per-step wall time: returned, never cached
     n_kept = raw_bytes = 0
     verdict = ShardVerdict(False, "unreadable", "reader ended without a verdict")
 
     def flush(batch: list[SourceItem]) -> None:
         nonlocal n_kept
-        kept, drops, batch_counters = run_steps(steps, batch, seconds)
+        kept, drops, batch_counters = run_steps(steps, batch, times)
         writer.write_drops("q", drops[0])  # the quarantine step's: they stay if the shard fails
         for frame in drops[1:]:
             writer.write_drops("d", frame)
         counters.update(batch_counters)
         counters.update(format_counters([x for x in batch if isinstance(x, RawRun)], drops[1:]))
-        t0 = time.perf_counter()
-        kept = add_dedup_keys(kept, config.dedup)
-        seconds["dedup_keys"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        if kept.height:
-            writer.write(kept.drop(STAGE_ONLY))
-        seconds["write"] += time.perf_counter() - t0
+        with times.step("dedup_keys"):
+            kept = add_dedup_keys(kept, config.dedup)
+        with times.step("write"):
+            if kept.height:
+                writer.write(kept.drop(STAGE_ONLY))
         n_kept += kept.height
 
-    started = time.perf_counter()
+    times = StepTimes()
     pending: list[SourceItem] = []
     n_pending = 0  # runs in ``pending`` (a batch is ``batch_runs`` runs, whatever else it holds)
     for item in read_unit(unit, config):
@@ -186,7 +208,8 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
                 "key": unit.key,
                 "url": unit.url,
                 "deferred": verdict.detail,
-                "seconds": dict(seconds),
+                "seconds": dict(times.wall),
+                "cpu_seconds": dict(times.cpu),
             },
         )
     if pending and verdict.ok:
@@ -238,8 +261,7 @@ def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
         raw_bytes=raw_bytes,
     )
     crashpoint("unit_done")
-    t0 = time.perf_counter()
-    writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), empty(DROPS), meta)
-    seconds["write"] += time.perf_counter() - t0
-    seconds["read"] = max(0.0, time.perf_counter() - started - sum(seconds.values()))
-    return UnitSummary(**meta, seconds=dict(seconds))
+    with times.step("write"):
+        writer.finish(add_dedup_keys(empty(WORK), config.dedup).drop(STAGE_ONLY), empty(DROPS), meta)
+    times.rest("read")
+    return UnitSummary(**meta, seconds=dict(times.wall), cpu_seconds=dict(times.cpu))

@@ -65,7 +65,10 @@ class RunSummary:
     stats: Stats | None = None
     datasets: list[str] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)  # units not fetched this run (retried next run)
-    seconds: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall: driver phases, and unit/<step> summed
+    cpu_seconds: dict[str, float] = field(
+        default_factory=dict
+    )  # the same keys, CPU (the driver's for phases)
 
 
 def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
@@ -198,7 +201,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         state = State(workdir)
         if rebuild:
             state.reset()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         units, refused = list_all_units(config)
         committed = state.committed_units()
         new = [u for u in units if u.state_key not in committed]
@@ -211,8 +214,9 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         todo = sorted((u for u in new if not state.cached(u.state_key, chash)), key=unit_cost, reverse=True)
         summary.units_processed = len(todo)
         summary.seconds["list"] = time.perf_counter() - t0
+        summary.cpu_seconds["list"] = time.process_time() - c0
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
@@ -226,23 +230,28 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
                     on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
                 )
             warm.join()
-            for m in metas:  # CPU seconds per step, summed over units (workers run in parallel)
+            for m in metas:  # seconds per step, summed over units (workers run in parallel)
                 for step, secs in m.get("seconds", {}).items():
                     summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
+                for step, secs in m.get("cpu_seconds", {}).items():
+                    summary.cpu_seconds[f"unit/{step}"] = summary.cpu_seconds.get(f"unit/{step}", 0.0) + secs
             deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
             if deferred:  # could not be fetched: left undecided, retried by the next run
                 summary.deferred = sorted(f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred"))
                 new = [u for u in new if u.state_key not in deferred]
         summary.seconds["units"] = time.perf_counter() - t0
+        summary.cpu_seconds["units"] = time.process_time() - c0
         crashpoint("after_units")
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         pending = _decide(state, config, new, refused, chash, rep) if new or refused.height else None
         summary.seconds["dedup"] = time.perf_counter() - t0
+        summary.cpu_seconds["dedup"] = time.process_time() - c0
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
         summary.seconds["publish"] = time.perf_counter() - t0
+        summary.cpu_seconds["publish"] = time.process_time() - c0
     return summary
 
 
