@@ -529,6 +529,15 @@ def report(args: argparse.Namespace, info: dict[str, Any], reps: list[dict[str, 
     if bf is not None:
         floor_row = f"{bf['floor_wall']:.1f} | 1.00 | " + floor_row
     lines.append(f"| floor (decode only) | {floor_row} |")
+    tails = [
+        (a["phases"].get("dedup", 0.0) + a["phases"].get("publish", 0.0)) / a["pipeline_wall"] for a in after
+    ]
+    lines += [
+        "",
+        f"Driver's serial tail after the map (traj_dedup + commit, ledger + publish) ÷ whole pipeline, per "
+        f"rep, %: **{spread([100 * t for t in tails], 1)}** (goal < 10%: "
+        f"**{'met' if median(tails) < 0.10 else 'not met'}**).",
+    ]
     lines += [
         "",
         f"### Per-unit steps (median rep, {fm['units']} units)",
@@ -584,35 +593,35 @@ def cpu_table(
     if not cpu or not fm.get("floor_proc_cpu"):
         return []
     floor = fm["floor_proc_cpu"]
+    before = bm is not None
     bcpu = (bm or {}).get("steps_cpu") or {}
+    bphases = (bm or {}).get("phases_cpu") or {}
     bfloor = (bf or {}).get("floor_proc_cpu")
+
+    def row(name: str, secs: float, b: float | None) -> str:
+        cells = f"{secs:.2f} | {secs / floor:.2f}"
+        return (
+            f"| {name} | {_cell(b)} | {_cell(b, bfloor)} | {cells} |" if before else f"| {name} | {cells} |"
+        )
+
     lines = [
         "",
         "### CPU seconds per step (median rep)",
         "",
         "CPU seconds of the worker processes per step of `process_unit`, summed over every unit, and "
         "of the driver per phase; × floor is against the floor's decode CPU seconds over the same units "
-        "in the same rep.",
+        "in the same rep" + (" (a before tree without CPU accounting shows –)." if before else "."),
         "",
-        "| step | before CPU s | × floor | after CPU s | × floor |",
-        "|---|---:|---:|---:|---:|",
+        "| step | before CPU s | × floor | after CPU s | × floor |"
+        if before
+        else "| step | CPU s | × floor |",
+        "|---|---:|---:|---:|---:|" if before else "|---|---:|---:|",
     ]
     for name, secs in sorted(cpu.items(), key=lambda kv: -kv[1]):
-        b = bcpu.get(name)
-        lines.append(f"| {name} | {_cell(b)} | {_cell(b, bfloor)} | {secs:.2f} | {secs / floor:.2f} |")
-    total, btotal = sum(cpu.values()), (sum(bcpu.values()) if bcpu else None)
-    lines.append(
-        f"| **per-unit total** | **{_cell(btotal)}** | **{_cell(btotal, bfloor)}** | **{total:.2f}** "
-        f"| **{total / floor:.2f}** |"
-    )
-    for phase in ("dedup", "publish"):
-        if phase in phases:
-            b = ((bm or {}).get("phases_cpu") or {}).get(phase)
-            lines.append(
-                f"| driver: {phase} | {_cell(b)} | {_cell(b, bfloor)} | {phases[phase]:.2f} "
-                f"| {phases[phase] / floor:.2f} |"
-            )
-    lines.append(f"| (floor, decode CPU s) | {_cell(bfloor)} | 1.00 | {floor:.2f} | 1.00 |")
+        lines.append(row(name, secs, bcpu.get(name)))
+    lines.append(row("**per-unit total**", sum(cpu.values()), sum(bcpu.values()) if bcpu else None))
+    lines += [row(f"driver: {p}", phases[p], bphases.get(p)) for p in ("dedup", "publish") if p in phases]
+    lines.append(row("(floor, decode CPU s)", floor, bfloor))
     return lines
 
 
