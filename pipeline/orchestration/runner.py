@@ -38,6 +38,8 @@ from pipeline.core.state import (
     CommitMeta,
     IngestKey,
     State,
+    UnitMeta,
+    UnitSummary,
     decode_ingested,
     encode_ingested,
     parquet_bytes,
@@ -217,17 +219,28 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         summary.cpu_seconds["list"] = time.process_time() - c0
 
         t0, c0 = time.perf_counter(), time.process_time()
+        seq = state.next_seq()
+        state.discard_uncommitted_rows(seq)
+        loaded: dict[str, LoadedUnit] = {}
         if todo:
             executor = make_executor(config.executor, config.workers, config.ray_address)
             warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
             warm.start()
             with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
+
+                def on_done(i: int, r: UnitSummary) -> None:
+                    # the driver's share of a finished unit (verify, copy its rows, read its keys)
+                    # is done while the other units run; decisions are still made after the map
+                    if not r.get("deferred"):
+                        loaded[todo[i].state_key] = _load_unit(state, seq, todo[i].state_key, chash)
+                    advance(sum(r.get("ingested", {}).values()))
+
                 metas = executor.map(
                     process_unit,
                     todo,
                     config,
                     str(workdir),
-                    on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
+                    on_done=on_done,
                 )
             warm.join()
             for m in metas:  # seconds per step, summed over units (workers run in parallel)
@@ -244,7 +257,9 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         crashpoint("after_units")
 
         t0, c0 = time.perf_counter(), time.process_time()
-        pending = _decide(state, config, new, refused, chash, rep) if new or refused.height else None
+        pending = (
+            _decide(state, config, new, refused, chash, rep, seq, loaded) if new or refused.height else None
+        )
         summary.seconds["dedup"] = time.perf_counter() - t0
         summary.cpu_seconds["dedup"] = time.process_time() - c0
 
@@ -301,19 +316,52 @@ class PendingCommit:
     meta: CommitMeta
 
 
+@dataclass
+class LoadedUnit:
+    """What the driver reads of a processed unit: its meta, its drops, and the index columns of
+    its kept runs, read from the copy of its rows already placed in the commit's part of the
+    held store (``rel``, with its ``sha``; removed again if none of its runs is admitted)."""
+
+    meta: UnitMeta
+    drops: pl.DataFrame
+    index: pl.DataFrame
+    rel: str
+    sha: str
+
+
+def _load_unit(state: State, seq: int, unit_key: str, chash: str) -> LoadedUnit:
+    """Verify a processed unit and copy its kept rows into run ``seq``'s part of the held store.
+
+    ``kept.parquet`` is hashed once, as it is copied (a damaged cache file is refused there); its
+    index is read from the copy, whose bytes are the ones hashed."""
+    meta = state.read_unit_meta(unit_key, chash, unverified=("kept.parquet",))
+    rel, sha = state.hold_unit_rows(seq, unit_key, chash)
+    drops = pl.read_parquet(state.unit_file(unit_key, chash, "drops.parquet"))
+    return LoadedUnit(meta, drops, _index_of(state.root / rel), rel, sha)
+
+
 def _decide(
-    state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str, rep: Reporter
+    state: State,
+    config: Config,
+    new: list[Unit],
+    refused: pl.DataFrame,
+    chash: str,
+    rep: Reporter,
+    seq: int,
+    loaded: dict[str, LoadedUnit] | None = None,
 ) -> PendingCommit:
     """The global step: trajectory dedup of the new runs against everything held; one commit.
 
-    Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
-    unit by unit into the commit's part of the store."""
+    Only the dedup keys of the new runs are in memory at once; each unit's rows are copied as
+    they are into the commit's part of the store (``loaded``: units already read while the map
+    ran; the others are read here). The decisions are made in ``new``'s order."""
     from pipeline.core.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import TrajDedup
 
-    metas = [state.read_unit_meta(u.state_key, chash) for u in new]
-    kept_paths = [state.unit_file(u.state_key, chash, "kept.parquet") for u in new]
+    have = loaded or {}
+    units = [have.get(u.state_key) or _load_unit(state, seq, u.state_key, chash) for u in new]
+    metas = [lu.meta for lu in units]
     ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for m in metas:
@@ -321,18 +369,15 @@ def _decide(
         counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
         ingested["", epoch_key(ep)] += 1
-    drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
+    drops = [lu.drops for lu in units]
     drops.append(refused)
     # the index columns of every new run (rows stay where the workers wrote them)
     keys = (
         pl.concat(
-            [
-                _index_of(p).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
-                for i, p in enumerate(kept_paths)
-            ],
+            [lu.index.with_columns(pl.lit(i, pl.UInt32).alias("__part")) for i, lu in enumerate(units)],
             how="vertical_relaxed",
         )
-        if kept_paths
+        if units
         else None
     )
     admitted: pl.Series | None = None
@@ -352,17 +397,19 @@ def _decide(
     )
     drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
-    seq = state.next_seq()
     # the commit's index: admitted runs unit by unit, by source_uid, each naming its unit's file
     index: list[pl.DataFrame] = []
     rows: dict[str, str] = {}
     if keys is not None and admitted is not None:
         keys = keys.filter(pl.col("source_uid").is_in(admitted))
         for (i,), part in sorted(keys.group_by("__part"), key=lambda kv: int(str(kv[0][0]))):
-            rel, sha = state.hold_unit_rows(seq, new[int(str(i))].state_key, chash)
-            rows[rel] = sha
-            index.append(part.sort("source_uid").select(*INDEX_COLUMNS, pl.lit(rel).alias(ROW_FILE)))
+            lu = units[int(str(i))]
+            rows[lu.rel] = lu.sha
+            index.append(part.sort("source_uid").select(*INDEX_COLUMNS, pl.lit(lu.rel).alias(ROW_FILE)))
     del keys
+    for lu in units:  # a unit none of whose runs is admitted holds no rows
+        if lu.rel not in rows:
+            (state.root / lu.rel).unlink(missing_ok=True)
 
     files = state.write_parts(seq, index, ledger, rows)
     counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
