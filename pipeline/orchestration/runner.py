@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import orjson
 import polars as pl
@@ -53,6 +55,8 @@ from pipeline.orchestration.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
 from schemas.run import DROPS, PUBLISHED, WORK, empty
+
+R = TypeVar("R")
 
 
 class NoBenchmarks(RuntimeError):
@@ -222,44 +226,57 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         seq = state.next_seq()
         state.discard_uncommitted_rows(seq)
         loaded: dict[str, LoadedUnit] = {}
-        if todo:
-            executor = make_executor(config.executor, config.workers, config.ray_address)
-            warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
-            warm.start()
-            with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
+        held: _Background[pl.DataFrame] | None = None
+        try:
+            if todo:
+                # the keys held before this run do not depend on its units: gathered while they run
+                held = _Background(held_runs, state, config)
+                executor = make_executor(config.executor, config.workers, config.ray_address)
+                warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
+                warm.start()
+                with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
 
-                def on_done(i: int, r: UnitSummary) -> None:
-                    # the driver's share of a finished unit (verify, copy its rows, read its keys)
-                    # is done while the other units run; decisions are still made after the map
-                    if not r.get("deferred"):
-                        loaded[todo[i].state_key] = _load_unit(state, seq, todo[i].state_key, chash)
-                    advance(sum(r.get("ingested", {}).values()))
+                    def on_done(i: int, r: UnitSummary) -> None:
+                        # the driver's share of a finished unit (verify, copy its rows, read its keys)
+                        # is done while the other units run; decisions are still made after the map
+                        if not r.get("deferred"):
+                            loaded[todo[i].state_key] = _load_unit(state, seq, todo[i].state_key, chash)
+                        advance(sum(r.get("ingested", {}).values()))
 
-                metas = executor.map(
-                    process_unit,
-                    todo,
-                    config,
-                    str(workdir),
-                    on_done=on_done,
-                )
-            warm.join()
-            for m in metas:  # seconds per step, summed over units (workers run in parallel)
-                for step, secs in m.get("seconds", {}).items():
-                    summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
-                for step, secs in m.get("cpu_seconds", {}).items():
-                    summary.cpu_seconds[f"unit/{step}"] = summary.cpu_seconds.get(f"unit/{step}", 0.0) + secs
-            deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
-            if deferred:  # could not be fetched: left undecided, retried by the next run
-                summary.deferred = sorted(f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred"))
-                new = [u for u in new if u.state_key not in deferred]
-        summary.seconds["units"] = time.perf_counter() - t0
-        summary.cpu_seconds["units"] = time.process_time() - c0
-        crashpoint("after_units")
+                    metas = executor.map(
+                        process_unit,
+                        todo,
+                        config,
+                        str(workdir),
+                        on_done=on_done,
+                    )
+                warm.join()
+                for m in metas:  # seconds per step, summed over units (workers run in parallel)
+                    for step, secs in m.get("seconds", {}).items():
+                        summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
+                    for step, secs in m.get("cpu_seconds", {}).items():
+                        summary.cpu_seconds[f"unit/{step}"] = (
+                            summary.cpu_seconds.get(f"unit/{step}", 0.0) + secs
+                        )
+                deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
+                if deferred:  # could not be fetched: left undecided, retried by the next run
+                    summary.deferred = sorted(
+                        f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred")
+                    )
+                    new = [u for u in new if u.state_key not in deferred]
+            summary.seconds["units"] = time.perf_counter() - t0
+            summary.cpu_seconds["units"] = time.process_time() - c0
+            crashpoint("after_units")
 
-        t0, c0 = time.perf_counter(), time.process_time()
-        pending = (
-            _decide(state, config, new, refused, chash, rep, seq, loaded) if new or refused.height else None
-        )
+            t0, c0 = time.perf_counter(), time.process_time()
+            pending = (
+                _decide(state, config, new, refused, chash, rep, seq, loaded, held)
+                if new or refused.height
+                else None
+            )
+        finally:  # nothing of this run is left writing after it (a catalog key cache: its temp file)
+            if held is not None:
+                held.join()
         summary.seconds["dedup"] = time.perf_counter() - t0
         summary.cpu_seconds["dedup"] = time.process_time() - c0
 
@@ -270,15 +287,44 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
     return summary
 
 
+class _Background(Generic[R]):
+    """``fn(*args)`` run in a daemon thread; :meth:`result` waits for it and returns its value or
+    raises its exception in the caller (a result never asked for is simply dropped)."""
+
+    def __init__(self, fn: Callable[..., R], *args: Any) -> None:
+        self._out: list[R] = []
+        self._err: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="trajpipe-bg", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., R], args: tuple[Any, ...]) -> None:
+        try:
+            self._out.append(fn(*args))
+        except BaseException as exc:  # re-raised by result(), in the driver's thread
+            self._err.append(exc)
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> R:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
+
+
 def _import_tail_modules() -> None:
     """Import what the driver needs after the map (trajectory dedup, the ledger's scrub, the
-    publisher) while the workers run, instead of in the serial tail after them. A failure here
-    is met again, and reported, where the module is used."""
+    publisher, and pandas, which pyarrow's ``to_numpy`` imports when it is installed) while the
+    workers run, instead of in the serial tail after them. A failure here is met again, and
+    reported, where the module is used."""
     with contextlib.suppress(Exception):
         import pipeline.core.context
         import pipeline.publish.publisher
         import pipeline.stages.scrub
         import pipeline.stages.traj_dedup  # noqa: F401
+    with contextlib.suppress(Exception):
+        importlib.import_module("pandas")
 
 
 @contextlib.contextmanager
@@ -349,12 +395,14 @@ def _decide(
     rep: Reporter,
     seq: int,
     loaded: dict[str, LoadedUnit] | None = None,
+    held: _Background[pl.DataFrame] | None = None,
 ) -> PendingCommit:
     """The global step: trajectory dedup of the new runs against everything held; one commit.
 
     Only the dedup keys of the new runs are in memory at once; each unit's rows are copied as
     they are into the commit's part of the store (``loaded``: units already read while the map
-    ran; the others are read here). The decisions are made in ``new``'s order."""
+    ran; the others are read here). The decisions are made in ``new``'s order. ``held``: the
+    keys of the runs held before, when they were gathered while the map ran."""
     from pipeline.core.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import TrajDedup
@@ -386,7 +434,10 @@ def _decide(
         drops.append(taken.drop("__part"))
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            step = TrajDedup(Context(config, benchmarks=None, catalog_tasks=None), held_runs(state, config))
+            step = TrajDedup(
+                Context(config, benchmarks=None, catalog_tasks=None),
+                held.result() if held is not None else held_runs(state, config),
+            )
             res = step(keys.select(KEY_COLUMNS).sort("source_uid"))
             admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
