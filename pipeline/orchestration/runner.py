@@ -227,10 +227,12 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         state.discard_uncommitted_rows(seq)
         loaded: dict[str, LoadedUnit] = {}
         held: _Background[pl.DataFrame] | None = None
+        names: _Background[list[str]] | None = None
         try:
             if todo:
                 # the keys held before this run do not depend on its units: gathered while they run
                 held = _Background(held_runs, state, config)
+                names = _Background(benchmark_tables, config)
                 executor = make_executor(config.executor, config.workers, config.ray_address)
                 warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
                 warm.start()
@@ -275,13 +277,14 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
                 else None
             )
         finally:  # nothing of this run is left writing after it (a catalog key cache: its temp file)
-            if held is not None:
-                held.join()
+            for bg in (held, names):
+                if bg is not None:
+                    bg.join()
         summary.seconds["dedup"] = time.perf_counter() - t0
         summary.cpu_seconds["dedup"] = time.process_time() - c0
 
         t0, c0 = time.perf_counter(), time.process_time()
-        summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
+        summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending, names)
         summary.seconds["publish"] = time.perf_counter() - t0
         summary.cpu_seconds["publish"] = time.process_time() - c0
     return summary
@@ -528,14 +531,20 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
 
 
 def _materialise(
-    state: State, config: Config, workdir: Path, rep: Reporter, pending: PendingCommit | None = None
+    state: State,
+    config: Config,
+    workdir: Path,
+    rep: Reporter,
+    pending: PendingCommit | None = None,
+    names: _Background[list[str]] | None = None,
 ) -> tuple[Stats, list[str]]:
     """Ledger, stats and publish tree, rendered from the committed state plus ``pending``.
 
     The new build is written beside the published one, verified and sealed with its manifest;
     only then is ``pending`` recorded, and ``<workdir>/publish`` switched to it with one rename.
     A run that fails before the record leaves the state as it was; one killed after it
-    re-renders the same build next time."""
+    re-renders the same build next time. ``names``: :func:`benchmark_tables`, when it was read
+    while the map ran."""
     from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
     from pipeline.publish.shards import ORDER
 
@@ -551,12 +560,7 @@ def _materialise(
     if published is None:
         published = empty(WORK).select("source_uid", "dataset", "epoch")
     drops = sorted_drops(state.ledger(pending=files))
-    tables: list[str] = []
-    if not config.no_benchmarks and config.benchmarks:
-        from pipeline.core.context import reference_cache
-        from pipeline.reference.benchmarks import table_names
-
-        tables = table_names(Path(config.benchmarks), reference_cache(config))  # no index built here
+    tables = names.result() if names is not None else benchmark_tables(config)
     stats = compute_stats(
         ingested,
         published,
@@ -605,6 +609,16 @@ def _materialise(
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
     return stats, datasets
+
+
+def benchmark_tables(config: Config) -> list[str]:
+    """The names of the benchmark tables checked (for the card; no index is built here)."""
+    if config.no_benchmarks or not config.benchmarks:
+        return []
+    from pipeline.core.context import reference_cache
+    from pipeline.reference.benchmarks import table_names
+
+    return table_names(Path(config.benchmarks), reference_cache(config))
 
 
 def dataset_sources(index: pl.DataFrame | None, file_sha: dict[str, str]) -> dict[str, str]:
