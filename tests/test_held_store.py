@@ -189,3 +189,51 @@ def test_gather_is_take_in_one_chunk(chunks: list[int], picks: list[int], stretc
     got = _gather(table, rows)
     assert got.equals(table.take(pa.array(rows, pa.int64())))
     assert all(col.num_chunks <= 1 for col in got.columns)
+
+
+def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver verifies a unit's kept.parquet by the hash it takes while copying it into the held
+    store, not by a second hash before: the copy holds the cache's bytes, and the index is the
+    cache's index columns."""
+    from pipeline.io import fileio
+    from pipeline.orchestration.runner import _load_unit
+
+    held_store(tmp_path, [[[1, 2, 3], [4]]], 0)
+    state = State(tmp_path)  # nothing verified yet in this process
+    kept = state.cache_dir("unit-0", "cfg") / "kept.parquet"
+    hashed: list[Path] = []
+
+    def counting(path: Path) -> str:
+        hashed.append(path)
+        return fileio.file_sha256(path)
+
+    monkeypatch.setattr(state_module, "file_sha256", counting)
+    loaded = _load_unit(state, 1, "unit-0", "cfg")
+    assert kept not in hashed and (kept.parent / "drops.parquet") in hashed
+    copy = state.root / loaded.rel
+    assert loaded.rel == "published/000001/unit-0-cfg.parquet"
+    assert copy.read_bytes() == kept.read_bytes() and loaded.sha == fileio.file_sha256(kept)
+    assert loaded.index.equals(pl.read_parquet(kept, columns=INDEX_COLUMNS))
+
+
+@pytest.mark.parametrize("damage", ["bitflip", "delete"])
+def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
+    tmp_path: Path, damage: str
+) -> None:
+    from pipeline.core.state import StateDamaged
+    from pipeline.orchestration.runner import _load_unit
+
+    held_store(tmp_path, [[[1, 2, 3]]], 0)
+    state = State(tmp_path)
+    kept = state.cache_dir("unit-0", "cfg") / "kept.parquet"
+    if damage == "delete":
+        kept.unlink()
+    else:
+        data = bytearray(kept.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        kept.write_bytes(bytes(data))
+    with pytest.raises(StateDamaged, match=r"kept\.parquet.*--rebuild"):
+        _load_unit(state, 1, "unit-0", "cfg")
+    assert not list((state.root / "published").glob("000001/*"))

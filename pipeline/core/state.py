@@ -455,10 +455,15 @@ class State:
     def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
         return UnitWriter(self.cache_dir(unit_key, config_hash))
 
-    def read_unit_meta(self, unit_key: str, config_hash: str) -> UnitMeta:
+    def read_unit_meta(
+        self, unit_key: str, config_hash: str, *, unverified: tuple[str, ...] = ()
+    ) -> UnitMeta:
+        """A cached unit's meta, with every file it names verified but those in ``unverified``
+        (left to a caller that hashes them anyway, e.g. :meth:`hold_unit_rows`)."""
         path = self.cache_dir(unit_key, config_hash) / "meta.json"
         meta = read_sealed(path)
-        self._verify_named(path, path.parent, meta.get("files") or {})
+        files = {n: sha for n, sha in (meta.get("files") or {}).items() if n not in unverified}
+        self._verify_named(path, path.parent, files)
         return cast(UnitMeta, {k: v for k, v in meta.items() if k not in ("check", "files", "state_format")})
 
     def unit_file(self, unit_key: str, config_hash: str, name: str) -> Path:
@@ -505,16 +510,32 @@ class State:
     def hold_unit_rows(self, seq: int, unit_key: str, config_hash: str) -> tuple[str, str]:
         """Copy a cached unit's verified ``kept.parquet``, byte for byte, into run ``seq``'s part
         of the held store (the rows are never encoded again; the cache stays a cache that may be
-        damaged or deleted). Returns the copy's state-relative path and sha256."""
-        src = self.unit_file(unit_key, config_hash, "kept.parquet")
-        sha: str = read_sealed(src.parent / "meta.json")["files"]["kept.parquet"]
+        damaged or deleted). Returns the copy's state-relative path and sha256.
+
+        The source is hashed once, as it is copied: a copy whose bytes differ from the recorded
+        sha256 is never placed, and the cache file is reported as damaged."""
+        meta_path = self.cache_dir(unit_key, config_hash) / "meta.json"
+        files = read_sealed(meta_path).get("files") or {}
+        if "kept.parquet" not in files:
+            raise StateDamaged(f"state file {meta_path} names no kept.parquet; {REBUILD_HINT}")
+        src, sha = meta_path.parent / "kept.parquet", str(files["kept.parquet"])
         rel = f"published/{seq:06d}/{src.parent.name}.parquet"
+        if not src.exists():
+            raise StateDamaged(f"state file {src} (named by {meta_path}) is missing; {REBUILD_HINT}")
         try:
             copy_verified(src, self.root / rel, sha)
-        except CopyMismatch as exc:
-            raise StateDamaged(f"state file {src} is damaged ({exc}); {REBUILD_HINT}") from None
+        except CopyMismatch:
+            raise StateDamaged(
+                f"state file {src} (named by {meta_path}) is damaged: its sha256 differs "
+                f"from the one recorded; {REBUILD_HINT}"
+            ) from None
         self._trust(self.root / rel, sha)  # its bytes were hashed as they were written
         return rel, sha
+
+    def discard_uncommitted_rows(self, seq: int) -> None:
+        """Remove run ``seq``'s copies of held rows left by a run that stopped before its record
+        (no commit names them: ``seq`` is the next one)."""
+        shutil.rmtree(self.root / "published" / f"{seq:06d}", ignore_errors=True)
 
     def write_parts(
         self,

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import orjson
 import polars as pl
@@ -38,6 +40,8 @@ from pipeline.core.state import (
     CommitMeta,
     IngestKey,
     State,
+    UnitMeta,
+    UnitSummary,
     decode_ingested,
     encode_ingested,
     parquet_bytes,
@@ -51,6 +55,8 @@ from pipeline.orchestration.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
 from schemas.run import DROPS, PUBLISHED, WORK, empty
+
+R = TypeVar("R")
 
 
 class NoBenchmarks(RuntimeError):
@@ -217,53 +223,111 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
         summary.cpu_seconds["list"] = time.process_time() - c0
 
         t0, c0 = time.perf_counter(), time.process_time()
-        if todo:
-            executor = make_executor(config.executor, config.workers, config.ray_address)
-            warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
-            warm.start()
-            with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
-                metas = executor.map(
-                    process_unit,
-                    todo,
-                    config,
-                    str(workdir),
-                    on_done=lambda i, r: advance(sum(r.get("ingested", {}).values())),
-                )
-            warm.join()
-            for m in metas:  # seconds per step, summed over units (workers run in parallel)
-                for step, secs in m.get("seconds", {}).items():
-                    summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
-                for step, secs in m.get("cpu_seconds", {}).items():
-                    summary.cpu_seconds[f"unit/{step}"] = summary.cpu_seconds.get(f"unit/{step}", 0.0) + secs
-            deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
-            if deferred:  # could not be fetched: left undecided, retried by the next run
-                summary.deferred = sorted(f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred"))
-                new = [u for u in new if u.state_key not in deferred]
-        summary.seconds["units"] = time.perf_counter() - t0
-        summary.cpu_seconds["units"] = time.process_time() - c0
-        crashpoint("after_units")
+        seq = state.next_seq()
+        state.discard_uncommitted_rows(seq)
+        loaded: dict[str, LoadedUnit] = {}
+        held: _Background[pl.DataFrame] | None = None
+        names: _Background[list[str]] | None = None
+        try:
+            if todo:
+                # the keys held before this run do not depend on its units: gathered while they run
+                held = _Background(held_runs, state, config)
+                names = _Background(benchmark_tables, config)
+                executor = make_executor(config.executor, config.workers, config.ray_address)
+                warm = threading.Thread(target=_import_tail_modules, name="trajpipe-warm", daemon=True)
+                warm.start()
+                with rep.stage("ingest → convert → filter", total=len(todo)) as advance:
 
-        t0, c0 = time.perf_counter(), time.process_time()
-        pending = _decide(state, config, new, refused, chash, rep) if new or refused.height else None
+                    def on_done(i: int, r: UnitSummary) -> None:
+                        # the driver's share of a finished unit (verify, copy its rows, read its keys)
+                        # is done while the other units run; decisions are still made after the map
+                        if not r.get("deferred"):
+                            loaded[todo[i].state_key] = _load_unit(state, seq, todo[i].state_key, chash)
+                        advance(sum(r.get("ingested", {}).values()))
+
+                    metas = executor.map(
+                        process_unit,
+                        todo,
+                        config,
+                        str(workdir),
+                        on_done=on_done,
+                    )
+                warm.join()
+                for m in metas:  # seconds per step, summed over units (workers run in parallel)
+                    for step, secs in m.get("seconds", {}).items():
+                        summary.seconds[f"unit/{step}"] = summary.seconds.get(f"unit/{step}", 0.0) + secs
+                    for step, secs in m.get("cpu_seconds", {}).items():
+                        summary.cpu_seconds[f"unit/{step}"] = (
+                            summary.cpu_seconds.get(f"unit/{step}", 0.0) + secs
+                        )
+                deferred = {m["unit"]: m["deferred"] for m in metas if m.get("deferred")}
+                if deferred:  # could not be fetched: left undecided, retried by the next run
+                    summary.deferred = sorted(
+                        f"{m['url']}: {m['deferred']}" for m in metas if m.get("deferred")
+                    )
+                    new = [u for u in new if u.state_key not in deferred]
+            summary.seconds["units"] = time.perf_counter() - t0
+            summary.cpu_seconds["units"] = time.process_time() - c0
+            crashpoint("after_units")
+
+            t0, c0 = time.perf_counter(), time.process_time()
+            pending = (
+                _decide(state, config, new, refused, chash, rep, seq, loaded, held)
+                if new or refused.height
+                else None
+            )
+        finally:  # nothing of this run is left writing after it (a catalog key cache: its temp file)
+            for bg in (held, names):
+                if bg is not None:
+                    bg.join()
         summary.seconds["dedup"] = time.perf_counter() - t0
         summary.cpu_seconds["dedup"] = time.process_time() - c0
 
         t0, c0 = time.perf_counter(), time.process_time()
-        summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending)
+        summary.stats, summary.datasets = _materialise(state, config, workdir, rep, pending, names)
         summary.seconds["publish"] = time.perf_counter() - t0
         summary.cpu_seconds["publish"] = time.process_time() - c0
     return summary
 
 
+class _Background(Generic[R]):
+    """``fn(*args)`` run in a daemon thread; :meth:`result` waits for it and returns its value or
+    raises its exception in the caller (a result never asked for is simply dropped)."""
+
+    def __init__(self, fn: Callable[..., R], *args: Any) -> None:
+        self._out: list[R] = []
+        self._err: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="trajpipe-bg", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., R], args: tuple[Any, ...]) -> None:
+        try:
+            self._out.append(fn(*args))
+        except BaseException as exc:  # re-raised by result(), in the driver's thread
+            self._err.append(exc)
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> R:
+        self._thread.join()
+        if self._err:
+            raise self._err[0]
+        return self._out[0]
+
+
 def _import_tail_modules() -> None:
     """Import what the driver needs after the map (trajectory dedup, the ledger's scrub, the
-    publisher) while the workers run, instead of in the serial tail after them. A failure here
-    is met again, and reported, where the module is used."""
+    publisher, and pandas, which pyarrow's ``to_numpy`` imports when it is installed) while the
+    workers run, instead of in the serial tail after them. A failure here is met again, and
+    reported, where the module is used."""
     with contextlib.suppress(Exception):
         import pipeline.core.context
         import pipeline.publish.publisher
         import pipeline.stages.scrub
         import pipeline.stages.traj_dedup  # noqa: F401
+    with contextlib.suppress(Exception):
+        importlib.import_module("pandas")
 
 
 @contextlib.contextmanager
@@ -301,19 +365,54 @@ class PendingCommit:
     meta: CommitMeta
 
 
+@dataclass
+class LoadedUnit:
+    """What the driver reads of a processed unit: its meta, its drops, and the index columns of
+    its kept runs, read from the copy of its rows already placed in the commit's part of the
+    held store (``rel``, with its ``sha``; removed again if none of its runs is admitted)."""
+
+    meta: UnitMeta
+    drops: pl.DataFrame
+    index: pl.DataFrame
+    rel: str
+    sha: str
+
+
+def _load_unit(state: State, seq: int, unit_key: str, chash: str) -> LoadedUnit:
+    """Verify a processed unit and copy its kept rows into run ``seq``'s part of the held store.
+
+    ``kept.parquet`` is hashed once, as it is copied (a damaged cache file is refused there); its
+    index is read from the copy, whose bytes are the ones hashed."""
+    meta = state.read_unit_meta(unit_key, chash, unverified=("kept.parquet",))
+    rel, sha = state.hold_unit_rows(seq, unit_key, chash)
+    drops = pl.read_parquet(state.unit_file(unit_key, chash, "drops.parquet"))
+    return LoadedUnit(meta, drops, _index_of(state.root / rel), rel, sha)
+
+
 def _decide(
-    state: State, config: Config, new: list[Unit], refused: pl.DataFrame, chash: str, rep: Reporter
+    state: State,
+    config: Config,
+    new: list[Unit],
+    refused: pl.DataFrame,
+    chash: str,
+    rep: Reporter,
+    seq: int,
+    loaded: dict[str, LoadedUnit] | None = None,
+    held: _Background[pl.DataFrame] | None = None,
 ) -> PendingCommit:
     """The global step: trajectory dedup of the new runs against everything held; one commit.
 
-    Only the dedup keys of the new runs are in memory at once; admitted rows are streamed
-    unit by unit into the commit's part of the store."""
+    Only the dedup keys of the new runs are in memory at once; each unit's rows are copied as
+    they are into the commit's part of the store (``loaded``: units already read while the map
+    ran; the others are read here). The decisions are made in ``new``'s order. ``held``: the
+    keys of the runs held before, when they were gathered while the map ran."""
     from pipeline.core.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
     from pipeline.stages.traj_dedup import TrajDedup
 
-    metas = [state.read_unit_meta(u.state_key, chash) for u in new]
-    kept_paths = [state.unit_file(u.state_key, chash, "kept.parquet") for u in new]
+    have = loaded or {}
+    units = [have.get(u.state_key) or _load_unit(state, seq, u.state_key, chash) for u in new]
+    metas = [lu.meta for lu in units]
     ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
     for m in metas:
@@ -321,18 +420,15 @@ def _decide(
         counters.update(m["counters"])
     for ep in refused.get_column("epoch").to_list():
         ingested["", epoch_key(ep)] += 1
-    drops = [pl.read_parquet(state.unit_file(u.state_key, chash, "drops.parquet")) for u in new]
+    drops = [lu.drops for lu in units]
     drops.append(refused)
     # the index columns of every new run (rows stay where the workers wrote them)
     keys = (
         pl.concat(
-            [
-                _index_of(p).with_columns(pl.lit(i, pl.UInt32).alias("__part"))
-                for i, p in enumerate(kept_paths)
-            ],
+            [lu.index.with_columns(pl.lit(i, pl.UInt32).alias("__part")) for i, lu in enumerate(units)],
             how="vertical_relaxed",
         )
-        if kept_paths
+        if units
         else None
     )
     admitted: pl.Series | None = None
@@ -341,7 +437,10 @@ def _decide(
         drops.append(taken.drop("__part"))
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            step = TrajDedup(Context(config, benchmarks=None, catalog_tasks=None), held_runs(state, config))
+            step = TrajDedup(
+                Context(config, benchmarks=None, catalog_tasks=None),
+                held.result() if held is not None else held_runs(state, config),
+            )
             res = step(keys.select(KEY_COLUMNS).sort("source_uid"))
             admitted = res.kept.get_column("source_uid")
             drops.append(res.dropped)
@@ -352,17 +451,19 @@ def _decide(
     )
     drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
 
-    seq = state.next_seq()
     # the commit's index: admitted runs unit by unit, by source_uid, each naming its unit's file
     index: list[pl.DataFrame] = []
     rows: dict[str, str] = {}
     if keys is not None and admitted is not None:
         keys = keys.filter(pl.col("source_uid").is_in(admitted))
         for (i,), part in sorted(keys.group_by("__part"), key=lambda kv: int(str(kv[0][0]))):
-            rel, sha = state.hold_unit_rows(seq, new[int(str(i))].state_key, chash)
-            rows[rel] = sha
-            index.append(part.sort("source_uid").select(*INDEX_COLUMNS, pl.lit(rel).alias(ROW_FILE)))
+            lu = units[int(str(i))]
+            rows[lu.rel] = lu.sha
+            index.append(part.sort("source_uid").select(*INDEX_COLUMNS, pl.lit(lu.rel).alias(ROW_FILE)))
     del keys
+    for lu in units:  # a unit none of whose runs is admitted holds no rows
+        if lu.rel not in rows:
+            (state.root / lu.rel).unlink(missing_ok=True)
 
     files = state.write_parts(seq, index, ledger, rows)
     counters = scrub_counter_names(counters)  # a tool or dialect name comes from the input
@@ -430,14 +531,20 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
 
 
 def _materialise(
-    state: State, config: Config, workdir: Path, rep: Reporter, pending: PendingCommit | None = None
+    state: State,
+    config: Config,
+    workdir: Path,
+    rep: Reporter,
+    pending: PendingCommit | None = None,
+    names: _Background[list[str]] | None = None,
 ) -> tuple[Stats, list[str]]:
     """Ledger, stats and publish tree, rendered from the committed state plus ``pending``.
 
     The new build is written beside the published one, verified and sealed with its manifest;
     only then is ``pending`` recorded, and ``<workdir>/publish`` switched to it with one rename.
     A run that fails before the record leaves the state as it was; one killed after it
-    re-renders the same build next time."""
+    re-renders the same build next time. ``names``: :func:`benchmark_tables`, when it was read
+    while the map ran."""
     from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
     from pipeline.publish.shards import ORDER
 
@@ -453,12 +560,7 @@ def _materialise(
     if published is None:
         published = empty(WORK).select("source_uid", "dataset", "epoch")
     drops = sorted_drops(state.ledger(pending=files))
-    tables: list[str] = []
-    if not config.no_benchmarks and config.benchmarks:
-        from pipeline.core.context import reference_cache
-        from pipeline.reference.benchmarks import table_names
-
-        tables = table_names(Path(config.benchmarks), reference_cache(config))  # no index built here
+    tables = names.result() if names is not None else benchmark_tables(config)
     stats = compute_stats(
         ingested,
         published,
@@ -507,6 +609,16 @@ def _materialise(
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
     return stats, datasets
+
+
+def benchmark_tables(config: Config) -> list[str]:
+    """The names of the benchmark tables checked (for the card; no index is built here)."""
+    if config.no_benchmarks or not config.benchmarks:
+        return []
+    from pipeline.core.context import reference_cache
+    from pipeline.reference.benchmarks import table_names
+
+    return table_names(Path(config.benchmarks), reference_cache(config))
 
 
 def dataset_sources(index: pl.DataFrame | None, file_sha: dict[str, str]) -> dict[str, str]:
