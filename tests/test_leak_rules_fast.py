@@ -113,3 +113,53 @@ def test_gold_rules_with_the_hash_prefilter_equal_the_plain_joins(
     for g, w in zip(got, want, strict=True):
         assert g.schema == w.schema
         assert _sorted(g).equals(_sorted(w))
+
+
+def reference_statement_hits(index: BenchmarkIndex, found: pl.DataFrame) -> pl.DataFrame:
+    """``statement_hits`` before the distinct-n-gram bound: always the joins."""
+    m = (
+        found.unique()
+        .join(index.stmt, on="g")
+        .group_by("doc", "inst")
+        .len("n")
+        .join(index.stmt_total, on="inst")
+        .with_columns(score=pl.col("n") / pl.col("total"))
+        .filter(pl.col("score") >= B.STATEMENT_CONTAINMENT)
+    )
+    return m.select(B._hits("doc", "inst", "problem_statement", pl.col("score")))
+
+
+STATEMENTS = [
+    " ".join(f"w{i}x{j}" for j in range(k)) for i, k in enumerate([19, 20, 21, 24, 40])
+]  # 12, 13, 14, 17, 33 n-grams
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_statement_rule_with_the_ngram_bound_equals_the_plain_joins(data: st.DataObject) -> None:
+    """Same hit frame with and without the early exit, around the threshold (5, 6, 7 ... shared n-grams
+    of statements with 12 to 33 n-grams), with repeated rows and n-grams of no statement."""
+    index = _index(STATEMENTS)
+    grams = index.stmt["g"].to_list()
+    rows = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, 3), st.one_of(st.sampled_from(grams), st.integers(0, 2**64 - 1))),
+            max_size=60,
+        )
+    )
+    found = pl.DataFrame(
+        {"doc": [d for d, _ in rows], "g": [g for _, g in rows]}, schema={"doc": pl.UInt32, "g": pl.UInt64}
+    )
+    got, want = B.statement_hits(index, found), reference_statement_hits(index, found)
+    assert got.schema == want.schema
+    assert _sorted(got).equals(_sorted(want))
+
+
+def test_statement_rule_hits_at_the_bound_and_not_below() -> None:
+    """6 of a 12-n-gram statement's n-grams are a hit (0.5), 5 are not: the bound is no stricter."""
+    index = _index(STATEMENTS)
+    twelve = index.stmt.filter(pl.col("inst") == 0)["g"].to_list()
+    assert len(twelve) == 12
+    for k, hit in ((5, False), (6, True)):
+        found = pl.DataFrame({"doc": [0] * k, "g": twelve[:k]}, schema={"doc": pl.UInt32, "g": pl.UInt64})
+        assert B.statement_hits(index, found).height == int(hit)

@@ -401,8 +401,29 @@ def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFra
     return pl.DataFrame({"doc": out_doc, "h": out_h}, schema={"doc": pl.UInt32, "h": pl.UInt64})
 
 
+# The fewest shared n-grams that can reach the containment: a kept statement has >= STATEMENT_MIN_NGRAMS
+# n-grams, and n / total only falls as total grows.
+_STMT_MIN_HIT = next(
+    n for n in range(1, STATEMENT_MIN_NGRAMS + 1) if n / STATEMENT_MIN_NGRAMS >= STATEMENT_CONTAINMENT
+)
+
+
+def _max_distinct_per_doc(found: pl.DataFrame) -> int:
+    """The most distinct n-grams (``g``) any run (``doc``) of ``found`` holds (0 when empty)."""
+    if not found.height:
+        return 0
+    doc, g = found["doc"].to_numpy(), found["g"].to_numpy()
+    order = np.lexsort((g, doc))
+    doc, g = doc[order], g[order]
+    new = np.ones(doc.shape[0], dtype=bool)
+    new[1:] = (doc[1:] != doc[:-1]) | (g[1:] != g[:-1])
+    return int(np.bincount(doc[new]).max())
+
+
 def statement_hits(index: BenchmarkIndex, found: pl.DataFrame) -> pl.DataFrame:
     """Problem statement 8-gram containment >= STATEMENT_CONTAINMENT, from the scan's (doc, g) n-grams."""
+    if _max_distinct_per_doc(found) < _STMT_MIN_HIT:  # most batches: too few n-grams for any hit
+        return pl.DataFrame(schema=_HIT_SCHEMA)
     m = (
         found.unique()
         .join(index.stmt, on="g")
