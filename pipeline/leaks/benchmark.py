@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 import polars as pl
 
 from pipeline.dedup.hashing import LINE_SEED, MIN_DISTINCTIVE_CHARS
 from pipeline.leaks.ngrams import (
+    U64,
     bloom,
     gram_hashes,
     gram_starts,
@@ -73,6 +76,12 @@ class BenchmarkIndex:
     stmt: pl.DataFrame  # inst, g: statement n-grams kept (df <= MAX_GRAM_DF)
     stmt_total: pl.DataFrame  # inst, total
     probe: ScanIndex  # what the compiled scan looks up: statement n-grams, gold lines' key runs
+
+    @cached_property
+    def line_hashes(self) -> U64:
+        """Sorted hashes of every indexed gold line (``gold`` and ``small``): a run line hashing to none of
+        them joins nothing, so the gold rules drop it before any polars query."""
+        return sorted_unique(np.concatenate([self.gold["h"].to_numpy(), self.small["h"].to_numpy()]))
 
     @classmethod
     def cached(cls, benchmarks: pl.DataFrame, cache: Path | None, key: str) -> BenchmarkIndex:
@@ -288,6 +297,10 @@ def gold_patch_hits(
         .filter(pl.col("x").str.len_chars() >= 12)
         .select("doc", "flag", pl.col("x").hash(seed=LINE_SEED).alias("h"))
     )
+    normed = normed.filter(pl.Series(_known(index.line_hashes, normed["h"].to_numpy())))
+    if not normed.height:  # most batches: no line of a gold patch, no hit (skip the queries below)
+        empty = pl.DataFrame(schema=_HIT_SCHEMA)
+        return [empty for t in (index.gold, index.small) if t.height]
     hits: list[pl.DataFrame] = []
     if index.gold.height:
         found = normed.select("doc", "h").unique().join(index.gold, on="h")
@@ -339,6 +352,14 @@ def gold_patch_hits(
     return hits
 
 
+def _known(known: U64, h: U64) -> npt.NDArray[np.bool_]:
+    """Which of ``h`` are in the sorted ``known``."""
+    if not known.shape[0]:
+        return np.zeros(h.shape[0], dtype=bool)
+    at = np.minimum(np.searchsorted(known, h), known.shape[0] - 1)
+    return np.asarray(known[at] == h)
+
+
 def _line_hash(lines: list[str]) -> list[int]:
     """Hashes of lines normalised as the gold patch's lines are (:func:`norm_lines_expr`, seed 11)."""
     series = pl.Series("x", lines, dtype=pl.Utf8)
@@ -380,8 +401,29 @@ def quoted_from_checkout(found: pl.DataFrame, batch: pl.DataFrame) -> pl.DataFra
     return pl.DataFrame({"doc": out_doc, "h": out_h}, schema={"doc": pl.UInt32, "h": pl.UInt64})
 
 
+# The fewest shared n-grams that can reach the containment: a kept statement has >= STATEMENT_MIN_NGRAMS
+# n-grams, and n / total only falls as total grows.
+_STMT_MIN_HIT = next(
+    n for n in range(1, STATEMENT_MIN_NGRAMS + 1) if n / STATEMENT_MIN_NGRAMS >= STATEMENT_CONTAINMENT
+)
+
+
+def _max_distinct_per_doc(found: pl.DataFrame) -> int:
+    """The most distinct n-grams (``g``) any run (``doc``) of ``found`` holds (0 when empty)."""
+    if not found.height:
+        return 0
+    doc, g = found["doc"].to_numpy(), found["g"].to_numpy()
+    order = np.lexsort((g, doc))
+    doc, g = doc[order], g[order]
+    new = np.ones(doc.shape[0], dtype=bool)
+    new[1:] = (doc[1:] != doc[:-1]) | (g[1:] != g[:-1])
+    return int(np.bincount(doc[new]).max())
+
+
 def statement_hits(index: BenchmarkIndex, found: pl.DataFrame) -> pl.DataFrame:
     """Problem statement 8-gram containment >= STATEMENT_CONTAINMENT, from the scan's (doc, g) n-grams."""
+    if _max_distinct_per_doc(found) < _STMT_MIN_HIT:  # most batches: too few n-grams for any hit
+        return pl.DataFrame(schema=_HIT_SCHEMA)
     m = (
         found.unique()
         .join(index.stmt, on="g")

@@ -106,12 +106,14 @@ class BenchmarkLeak(Stage):
             instance_id_hits(self.index, found.lines),
             *gold_patch_hits(self.index, found.lines, texts, batch),
         ]
-        if self.index.stmt.height:
+        if self.index.stmt.height and found.stmt.height:
             hits.append(statement_hits(self.index, found.stmt))
-        best = best_hits(self.index, batch, hits)
         reason = [""] * batch.height
         detail = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
+        if not any(h.height for h in hits):  # most batches: no hit, nothing to rank (polars overhead)
+            return self.split(batch, pl.Series(drop), pl.Series(reason), pl.Series(detail))
+        best = best_hits(self.index, batch, hits)
         for d, r, bench, bid, score in best.select("doc", "reason", "benchmark", "b_id", "score").iter_rows():
             drop[d], reason[d] = True, r
             detail[d] = f"benchmark={bench} instance={bid} score={score:.2f}"
