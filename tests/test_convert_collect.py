@@ -41,6 +41,7 @@ def test_kept_rows_become_the_frame_polars_would_build_from_them() -> None:
 
 def test_the_fast_build_is_that_frame_without_falling_back() -> None:
     rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[], messages=[])]
+    rows.append(_row(6, commands=["a"] * 4, outputs=["b"] * 4, returncodes=[-1, 2**31 - 1, None, -(2**31)]))
     got = _frame(rows)  # called directly: a fallback cannot hide a difference
     want = pl.DataFrame(rows, schema=empty(WORK).schema)
     assert got.schema == want.schema

@@ -109,7 +109,8 @@ _NUMBERED_EMPTY_TAIL = re.compile(r"(^|\n) *\d+\t\n?\Z")
 _ARROW_NUMBER = re.compile(r"^( *\d+)\u2192", re.M)
 # _ARROW_NUMBER's line starts after a newline (and, by match, at the start): led by a literal, the
 # search jumps from newline to newline instead of testing a multiline ^ at every character
-_NL_ARROW_AT_NUMBER = re.compile(r"\n *\d+\u2192")
+# (its empty group: findall then lists the shared empty string, not a copy of each match)
+_NL_ARROW_AT_NUMBER = re.compile(r"\n *\d+\u2192()")
 _ARROW_AT_START = re.compile(r" *\d+\u2192")
 
 

@@ -261,14 +261,23 @@ def join_thought(a: str, b: str) -> str:
     return f"{a}\n\n{b}" if a and b else (a or b)
 
 
+_RESPONSE_OPEN, _RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
+
+
 def split_tool_responses(text: str) -> list[str] | None:
     """The ``<tool_response>`` blocks of one user message, in order (None when it has none).
     Chat templates write ``<tool_response>\\nOUT\\n</tool_response>``: one newline each side is theirs."""
-    spans = blocks(text, "<tool_response>", "</tool_response>")
-    if not spans:
-        return None
-    # _unwrap on the spans' bounds: each (often long) output is copied once
-    return [
-        text[a + 1 : b - 1] if b - a >= 2 and text[a] == "\n" and text[b - 1] == "\n" else text[a:b]
-        for _, a, b, _ in spans
-    ]
+    # blocks() inlined (no span tuples): each (often long) output is cut once, _unwrap applied
+    # to its bounds
+    out: list[str] = []
+    pos = 0
+    while (i := text.find(_RESPONSE_OPEN, pos)) >= 0:
+        a = i + len(_RESPONSE_OPEN)
+        b = text.find(_RESPONSE_CLOSE, a)
+        if b < 0:
+            break
+        out.append(
+            text[a + 1 : b - 1] if b - a >= 2 and text[a] == "\n" and text[b - 1] == "\n" else text[a:b]
+        )
+        pos = b + len(_RESPONSE_CLOSE)
+    return out or None

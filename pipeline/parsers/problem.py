@@ -50,11 +50,45 @@ def _trim(statement: str) -> str:
     return statement.lstrip()
 
 
+# The wrappers whose statement runs to the nearest closing tag, led by at most one newline and
+# blanks: (opening pattern, closing tag). Their lazy ``OPEN(.*?)\n?[ \t]*CLOSE`` (the first three
+# _PATTERNS) is found here as the opening match plus ``str.find`` for the close, not one regex
+# step per character of the statement.
+_WRAPPED: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*\n)?"), "</pr_description>"),
+    (re.compile(r"<issue_description>\s*\n?"), "</issue_description>"),
+    (re.compile(r"<issue>\s*\n?"), "</issue>"),
+]
+
+
+def _wrapped(text: str, opening: re.Pattern[str], close: str) -> str | None:
+    """Group 1 of the lazy ``OPEN(.*?)\n?[ \t]*CLOSE`` search (None when it does not match)."""
+    m = opening.search(text)
+    if m is None:
+        return None
+    start = m.end()
+    c = text.find(close, start)
+    if c < 0:  # no close after the first opening: none after any later one either
+        return None
+    # the statement ends where the blanks before the close (and one newline before them) begin
+    end = c
+    while end > start and text[end - 1] in " \t":
+        end -= 1
+    if end > start and text[end - 1] == "\n":
+        end -= 1
+    return text[start:end]
+
+
 def extract_problem(text: str) -> tuple[str, bool]:
     """(statement, used_fallback)."""
-    for close, pat in _PATTERNS:
+    for opening, close in _WRAPPED:
+        statement = _wrapped(text, opening, close) if close in text else None
+        if statement is not None and statement.strip():
+            return _trim(statement), False
+    for close, pat in _PATTERNS[len(_WRAPPED) :]:
         k = text.rfind(close)
-        m = pat.search(text[: k + len(close)]) if k >= 0 else None
+        # endpos, not a slice: the same search (the text "ends" there), without copying the text
+        m = pat.search(text, 0, k + len(close)) if k >= 0 else None
         if m and m.group(1).strip():
             return _trim(m.group(1)), False
     rest = _UPLOADED_RE.sub("", text, count=1)

@@ -101,6 +101,10 @@ def _frame(kept: list[dict[str, Any]]) -> pl.DataFrame:
             )
         elif name in _LIST_OF_STRINGS:
             inner = _strings(list(chain.from_iterable(values)))
+        elif name == "returncodes":
+            # one Series for all runs' codes, not one per run (polars builds a list column row by row)
+            flat = list(chain.from_iterable(values))
+            inner = pl.Series(flat, dtype=pl.Int32).to_arrow()
         else:
             columns.append(pl.Series(name, values, dtype=dtype))
             continue
