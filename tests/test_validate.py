@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
-from pipeline.convert.render import SENTINELS, is_sentinel_output, render_observation
+from pipeline.convert.render import SENTINELS, is_sentinel_output, render_observation, render_reply
 from pipeline.convert.roots import find_foreign_roots
 from pipeline.core.config import Config, Limits
 from pipeline.core.context import Context
@@ -19,11 +19,13 @@ from pipeline.core.episode import Episode, Meta, Step, Task, ToolCall
 from pipeline.stages.validate import (
     Validate,
     _is_sentinel,
+    _rendered_reply,
     check_messages,
     first_foreign_root,
     maybe_roots_in,
     validate_messages,
 )
+from schemas.miniswe import TRUNCATION_WARNING
 from schemas.run import DROPS, WORK, empty
 
 TASK = "Fix f."
@@ -230,3 +232,89 @@ def test_stage_finds_a_root_deep_in_a_long_observation_and_only_there() -> None:
     assert out.dropped.schema == empty(DROPS).schema
     only_clean = Validate(Context(Config(), None, None))(batch.head(1))
     assert only_clean.kept.height == 1 and only_clean.dropped.schema == empty(DROPS).schema
+
+
+# -- the stage reads roles and contents out of polars: it must decide what check_messages decides --
+
+# message edits that break each rule (and some that break nothing): (index from the end or start, text)
+EDITS = [
+    "THOUGHT: none",
+    "```bash\necho 0\n```",
+    "x\n```bash\necho 0\n```\n```bash\nls\n```",
+    "<tool_call>\n```bash\necho 0\n```",
+    "see /repo/f\n```bash\necho 0\n```",
+    "<returncode>0</returncode>\n<output>\n0\n</output>",
+    "<returncode>1</returncode>\n<output>\n0\n</output>",
+    "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+    "",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 4),  # steps
+            st.booleans(),  # submit
+            st.lists(st.tuples(st.integers(0, 12), st.sampled_from(EDITS)), max_size=2),
+            st.sampled_from(["system", "user", "assistant", None]),  # a role to plant
+            st.integers(0, 12),
+            st.booleans(),  # plant the role
+            st.sampled_from([None, TASK, "other"]),  # the problem statement
+            st.sampled_from([None, True, False]),  # submitted
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_stage_decides_what_check_messages_decides(runs: list[Any]) -> None:
+    rows, want = [], []
+    for k, (n, submit, edits, role, at, plant, statement, submitted) in enumerate(runs):
+        c = converted(n, submit)
+        messages = copy.deepcopy(c.messages)
+        for i, text in edits:
+            if i < len(messages):
+                messages[i]["content"] = text
+        if plant and at < len(messages):
+            messages[at]["role"] = role
+        rows.append(
+            {
+                "source_uid": str(k),
+                "messages": messages,
+                "commands": c.commands,
+                "outputs": c.outputs,
+                "returncodes": c.returncodes,
+                "problem_statement": statement,
+                "submitted": submitted,
+                "repo": "o__r",
+            }
+        )
+        found = check_messages(
+            messages,
+            c.commands,
+            outputs=c.outputs,
+            returncodes=c.returncodes,
+            problem_statement=statement,
+            submitted=submitted,
+            step_limit=3,
+            repo="o__r",
+        )
+        want.append((str(k), *found[0]) if found else None)
+    batch = pl.concat([empty(WORK), pl.DataFrame(rows)], how="diagonal_relaxed")
+    out = Validate(Context(Config(limits=Limits(step_limit=3)), None, None))(batch)
+    assert out.dropped.select("source_uid", "reason", "detail").rows() == [w for w in want if w]
+    assert out.kept["source_uid"].to_list() == [str(k) for k, w in enumerate(want) if not w]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["", TRUNCATION_WARNING, TRUNCATION_WARNING[:-3]]),
+    st.sampled_from(["", "x", "é\n"]),
+    st.sampled_from([0, 1, 9_999 - len(TRUNCATION_WARNING), 9_998, 9_999, 10_000, 12_000]),
+    st.sampled_from([None, 0, 1, -1, 127]),
+)
+def test_the_usual_reply_is_rendered_as_render_reply_does(
+    head: str, unit: str, n: int, rc: int | None
+) -> None:
+    output = head + unit * (n // max(len(unit), 1))
+    assert _rendered_reply("ls", output, rc) == render_reply("ls", output, rc)

@@ -41,7 +41,7 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.roots import MAYBE_FOREIGN_RS, find_foreign_roots
 from pipeline.stages.base import Stage, StageOutput
-from schemas.miniswe import BLOCK_RE
+from schemas.miniswe import BLOCK_RE, TRUNCATE_AT, TRUNCATION_WARNING
 from schemas.run import DROPS, empty
 
 _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_response>|\"tool_calls\"\s*:")
@@ -60,6 +60,14 @@ def _rendered_block_prefix(content: str, command: str) -> str | None:
     return content[: len(content) - len(fence)]
 
 
+def _rendered_reply(command: str, output: str, rc: int | None) -> str:
+    """:func:`render_reply` with the usual observation (a return code, an output neither long nor
+    already truncated by mini) rendered in place."""
+    if rc is not None and len(output) < TRUNCATE_AT and not output.startswith(TRUNCATION_WARNING):
+        return f"<returncode>{int(rc)}</returncode>\n<output>\n{output}</output>"
+    return render_reply(command, output, None if rc is None else int(rc))
+
+
 def first_foreign_root(text: str, repo: str | None = None) -> str | None:
     """The first root :func:`find_foreign_roots` reports in ``text``, or None."""
     roots = find_foreign_roots(text, repo)
@@ -73,7 +81,18 @@ def _is_sentinel(output: str) -> bool:
 
 
 def check_messages(
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, Any]], commands: list[str], **kwargs: Any
+) -> list[tuple[str, str]]:
+    """All rule violations as (rule, detail), in message order: :func:`check_turns` of the
+    messages' roles and contents."""
+    return check_turns(
+        [m.get("role") for m in messages], [m.get("content") for m in messages], commands, **kwargs
+    )
+
+
+def check_turns(
+    roles: list[str | None],
+    contents: list[Any],
     commands: list[str],
     *,
     outputs: list[str] | None = None,
@@ -84,23 +103,23 @@ def check_messages(
     maybe_roots: list[bool] | None = None,
     repo: str | None = None,
 ) -> list[tuple[str, str]]:
-    """All rule violations as (rule, detail), in message order.
+    """All rule violations as (rule, detail), in message order, of the messages with these roles
+    and contents (the stage reads the two columns out of polars, never a dict per message).
 
     ``maybe_roots``, one flag per message, lets a caller that has already ruled out foreign roots
     in some messages (false: certainly none; see :func:`maybe_roots_in`) skip their scan."""
     problems: list[tuple[str, str]] = []
-    roles = [m.get("role") for m in messages]
-    n_turns = (len(messages) - 2) // 2
+    n_turns = (len(roles) - 2) // 2
     expected = ["system", "user"] + ["assistant", "user"] * n_turns
-    if roles != expected or len(messages) < 4:
+    if roles != expected or len(roles) < 4:
         bad = next(
             (i for i, (a, b) in enumerate(zip(roles, expected, strict=False)) if a != b),
             min(len(roles), len(expected)),
         )
         return [("roles", f"message {bad}: {roles[bad] if bad < len(roles) else 'missing'}")]
-    if messages[0]["content"] != render_system():
+    if contents[0] != render_system():
         problems.append(("templates", "message 0: system prompt differs"))
-    if problem_statement is not None and messages[1]["content"] != render_instance(problem_statement):
+    if problem_statement is not None and contents[1] != render_instance(problem_statement):
         problems.append(("templates", "message 1: task message differs"))
     if n_turns > step_limit:
         problems.append(("step_limit", f"{n_turns} turns > {step_limit}"))
@@ -112,27 +131,35 @@ def check_messages(
         problems.append(("shape", f"{n_turns} turns, {len(commands)} commands"))
         return problems
 
-    for t in range(n_turns):
-        a = messages[2 + 2 * t]["content"]
-        reply = messages[3 + 2 * t]["content"]
-        outside = _rendered_block_prefix(a, commands[t])
+    scans = (
+        zip(maybe_roots[2::2], maybe_roots[3::2], strict=True)
+        if maybe_roots is not None
+        else ((True, True) for _ in range(n_turns))
+    )
+    last_t = n_turns - 1
+    for t, (a, reply, command, (scan_a, scan_reply)) in enumerate(
+        zip(contents[2::2], contents[3::2], commands, scans, strict=True)
+    ):
+        outside = _rendered_block_prefix(a, command)
         if outside is None:  # not the one block of the command as rendered: mini's regex decides
             actions = parse_actions(a)
             if len(actions) != 1:
                 problems.append(("action_count", f"turn {t}: {len(actions)} bash blocks"))
-            elif not actions[0] or actions[0] != commands[t]:
+            elif not actions[0] or actions[0] != command:
                 problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
             outside = _BLOCK.sub("", a)
-        if _RESIDUE.search(outside) or _RESIDUE.search(commands[t]):
+            residue = _RESIDUE.search(outside) or _RESIDUE.search(command)
+        else:  # ``a`` is outside + the block around the command: markup in either is markup in ``a``
+            residue = _RESIDUE.search(a) and (_RESIDUE.search(outside) or _RESIDUE.search(command))
+        if residue:
             problems.append(("residue", f"turn {t}: tool-call markup"))
-        scan_a, scan_reply = (True, True) if maybe_roots is None else maybe_roots[2 + 2 * t : 4 + 2 * t]
         root = (first_foreign_root(a, repo) if scan_a else None) or (
             first_foreign_root(reply, repo) if scan_reply else None
         )
         if root:
             problems.append(("foreign_root", f"turn {t}: {root}"))
-        last = t == n_turns - 1
-        is_submit = commands[t] == SUBMIT_COMMAND
+        last = t == last_t
+        is_submit = command == SUBMIT_COMMAND
         if is_submit and not (last and submitted is not False):
             problems.append(("submit", f"turn {t}: submit command before the end"))
         if outputs is None or returncodes is None:
@@ -150,7 +177,7 @@ def check_messages(
             continue
         if rc == 0 and _is_sentinel(out):
             problems.append(("observation_shape", f"turn {t}: output starts with the sentinel"))
-        if reply != render_reply(commands[t], out, None if rc is None else int(rc)):
+        if reply != _rendered_reply(command, out, rc):
             problems.append(("observation_shape", f"turn {t}: observation differs from its output"))
     if submitted and n_turns and commands[-1] != SUBMIT_COMMAND:
         problems.append(("submit", f"turn {n_turns - 1}: submitted run does not end with submit"))
@@ -189,9 +216,11 @@ class Validate(Stage):
         limit = self.ctx.config.limits.step_limit
         reasons: list[str] = []
         details: list[str] = []
+        field = pl.col("messages").list.eval
         cols = batch.select(
-            "messages",
-            "commands",
+            field(pl.element().struct.field("role")).fill_null([]).alias("roles"),
+            field(pl.element().struct.field("content")).fill_null([]).alias("contents"),
+            pl.col("commands").fill_null([]),
             "outputs",
             "returncodes",
             "problem_statement",
@@ -199,10 +228,21 @@ class Validate(Stage):
             maybe_roots_in(pl.col("messages")),
             "repo",
         )
-        for messages, commands, outputs, rcs, statement, submitted, maybe_roots, repo in cols.iter_rows():
-            found = check_messages(
-                messages or [],
-                commands or [],
+        for (
+            roles,
+            contents,
+            commands,
+            outputs,
+            rcs,
+            statement,
+            submitted,
+            maybe_roots,
+            repo,
+        ) in cols.iter_rows():
+            found = check_turns(
+                roles,
+                contents,
+                commands,
                 outputs=outputs,
                 returncodes=rcs,
                 problem_statement=statement,
