@@ -17,7 +17,9 @@ from pipeline.core.config import Config, Limits
 from pipeline.core.context import Context
 from pipeline.core.episode import Episode, Meta, Step, Task, ToolCall
 from pipeline.stages.validate import (
+    _RESIDUE,
     Validate,
+    _has_residue,
     _is_sentinel,
     _rendered_reply,
     check_messages,
@@ -318,3 +320,31 @@ def test_the_usual_reply_is_rendered_as_render_reply_does(
 ) -> None:
     output = head + unit * (n // max(len(unit), 1))
     assert _rendered_reply("ls", output, rc) == render_reply("ls", output, rc)
+
+
+RESIDUE_FRAGMENTS = [
+    "<",
+    ">",
+    "/",
+    "=",
+    '"',
+    ":",
+    " ",
+    "\x1c",
+    "\u3000",
+    "\n",
+    "tool_call",
+    "tool_calls",
+    "tool_response",
+    "function",
+    "parameter",
+    "<tool_call>",
+    '"tool_calls"',
+    "x",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(RESIDUE_FRAGMENTS), max_size=12).map("".join))
+def test_the_residue_prefilter_agrees_with_the_regex(text: str) -> None:
+    assert _has_residue(text) == (_RESIDUE.search(text) is not None)

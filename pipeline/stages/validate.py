@@ -48,6 +48,14 @@ _RESIDUE = re.compile(r"<tool_call>|</tool_call>|<function=|<parameter=|<tool_re
 _BLOCK = BLOCK_RE
 
 
+def _has_residue(text: str) -> bool:
+    """Whether ``_RESIDUE`` finds markup in ``text``. Each of its alternatives holds one of these
+    words, and four substring tests (memchr) are cheaper than the regex trying every ``<`` and ``"``."""
+    return (
+        "tool_call" in text or "<function=" in text or "<parameter=" in text or "<tool_response>" in text
+    ) and _RESIDUE.search(text) is not None
+
+
 def _rendered_block_prefix(content: str, command: str) -> str | None:
     """The text before the block when ``content`` ends with the one bash block of ``command`` as
     rendered (a non-empty command without surrounding whitespace, and no other triple backtick anywhere),
@@ -148,9 +156,9 @@ def check_turns(
             elif not actions[0] or actions[0] != command:
                 problems.append(("action_mismatch", f"turn {t}: block is not the intended command"))
             outside = _BLOCK.sub("", a)
-            residue = _RESIDUE.search(outside) or _RESIDUE.search(command)
+            residue = _has_residue(outside) or _has_residue(command)
         else:  # ``a`` is outside + the block around the command: markup in either is markup in ``a``
-            residue = _RESIDUE.search(a) and (_RESIDUE.search(outside) or _RESIDUE.search(command))
+            residue = _has_residue(a) and (_has_residue(outside) or _has_residue(command))
         if residue:
             problems.append(("residue", f"turn {t}: tool-call markup"))
         root = (first_foreign_root(a, repo) if scan_a else None) or (
