@@ -1,6 +1,6 @@
 """Byte identity of everything a run writes: the published tree, the ledger and stats.json.
 
-    .venv/bin/python bench/digest.py CORPUS_DIR [--workers 2] [--keep WORKDIR]
+    .venv/bin/python bench/digest.py CORPUS_DIR [--workers 2] [--keep WORKDIR] [--benchmarks DIR]
 
 Runs the whole pipeline on a `trajpipe synth` corpus (fresh work dir, the real benchmark tables
 when ../shared has them, else the corpus's own) and prints one sha256 over every output file
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -47,8 +48,17 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", type=Path, default=None, help="work dir to use and keep")
     ap.add_argument("--quiet", action="store_true", help="print the total digest only")
+    ap.add_argument(
+        "--benchmarks",
+        type=Path,
+        default=None,
+        help="benchmark tables [default: ../shared's, else the corpus's]",
+    )
     args = ap.parse_args()
-    bench = SHARED_BENCH if any(SHARED_BENCH.glob("*.jsonl")) else args.corpus / "benchmarks"
+    default = SHARED_BENCH if any(SHARED_BENCH.glob("*.jsonl")) else args.corpus / "benchmarks"
+    bench = args.benchmarks or default
+    if not bench.is_dir():  # a corpus synthesised from real tables carries none of its own
+        sys.exit(f"digest: no benchmark tables at {bench}; pass --benchmarks DIR")
     work = args.keep or Path(tempfile.mkdtemp(prefix="trajpipe-digest-"))
     cfg = Config(
         affine=(str(args.corpus / "affine"),),
