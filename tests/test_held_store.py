@@ -8,6 +8,7 @@ exactly the order, that a polars scan of every held file filtered by source_uid 
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -237,3 +238,52 @@ def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     with pytest.raises(StateDamaged, match=r"kept\.parquet.*--rebuild"):
         _load_unit(state, 1, "unit-0", "cfg")
     assert not list((state.root / "published").glob("000001/*"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    units=st.lists(batches, min_size=1, max_size=3),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 2**16), max_size=6),
+    buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+)
+def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_decoded_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    units: list[list[list[int]]],
+    seed: int,
+    cuts: list[int],
+    buffer: int,
+) -> None:
+    """How the publisher reads a dataset: consecutive source_uid ranges, one shard row group each.
+    With a carry, every range holds exactly the rows the plain read returns, and no held row
+    group is decoded twice (one that straddles two ranges is taken from the carry)."""
+    seen: set[int] = set()
+    units = [[[i for i in b if not (i in seen or seen.add(i))] for b in u] for u in units]  # type: ignore[func-returns-value]
+    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer)
+    if not index.height:
+        return
+    for ds in sorted(index.get_column("dataset").unique().to_list()):
+        ordered = index.filter(pl.col("dataset") == ds).sort(ORDER)
+        bounds = sorted({0, ordered.height, *(c % ordered.height for c in cuts)})
+        carry: dict[tuple[str, int], object] = {}
+        groups_read: list[tuple[str, int]] = []
+        with monkeypatch.context() as m:
+            m.setattr(state_module.State, "_read_groups", _spy(state_module.State._read_groups, groups_read))
+            for a, b in itertools.pairwise(bounds):
+                keys = ordered.slice(a, b - a)
+                got = state.held_table(keys, PUBLISHED_NAMES, order=ORDER, carry=carry)  # type: ignore[arg-type]
+                want = state.held_table(keys, PUBLISHED_NAMES, order=ORDER)
+                assert got.equals(want)
+        assert len(groups_read) == len(set(groups_read)), "a held row group was decoded twice"
+
+
+def _spy(read_groups: object, log: list[tuple[str, int]]) -> object:
+    """``State._read_groups`` that logs the (file, row group) pairs it decodes (not those carried)."""
+
+    def spy(path, meta, want, columns, groups, hi, carry, kept):  # type: ignore[no-untyped-def]
+        if carry is not None:
+            log.extend((str(path), g) for g in want if (str(path), g) not in carry)
+        return read_groups(path, meta, want, columns, groups, hi, carry, kept)  # type: ignore[operator]
+
+    return staticmethod(spy)
