@@ -287,3 +287,60 @@ def _spy(read_groups: object, log: list[tuple[str, int]]) -> object:
         return read_groups(path, meta, want, columns, groups, hi, carry, kept)  # type: ignore[operator]
 
     return staticmethod(spy)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    q=st.lists(st.integers(0, 5), max_size=4),
+    d=st.lists(st.integers(0, 5), max_size=4),
+    discard_d=st.booleans(),
+)
+def test_unit_drops_file_holds_the_q_entries_then_the_d_ones(
+    tmp_path_factory: pytest.TempPathFactory, q: list[int], d: list[int], discard_d: bool
+) -> None:
+    """drops.parquet of a finished unit, whichever kinds were written (one kind's file is renamed
+    into place, two are copied into one): the quarantine entries, then the stage drops, in the
+    order written, with the drops schema; discarded stage drops are gone."""
+    state = State(tmp_path_factory.mktemp("drops"))
+    writer = state.unit_writer("unit-0", "cfg")
+
+    def frame(kind: str, batch: int, n: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "source_uid": [f"{kind}{batch}#{i}" for i in range(n)],
+                "epoch": [batch] * n,
+                "dataset": [""] * n,
+                "stage": ["quarantine" if kind == "q" else "parse"] * n,
+                "reason": ["bad_json" if kind == "q" else "bad_shape"] * n,
+                "detail": [f"detail {i}" for i in range(n)],
+            }
+        ).cast(empty(DROPS).schema)
+
+    want_q = [frame("q", b, n) for b, n in enumerate(q)]
+    want_d = [frame("d", b, n) for b, n in enumerate(d)]
+    for a, b in itertools.zip_longest(want_q, want_d):
+        for kind, f in (("q", a), ("d", b)):
+            if f is not None:
+                writer.write_drops(kind, f)
+    if discard_d:
+        writer.discard_drops("d")
+    meta: UnitMeta = {
+        "unit": "unit-0",
+        "source": "affine",
+        "key": "unit-0",
+        "url": "",
+        "epoch": None,
+        "verdict": "ok",
+        "ingested": {},
+        "counters": {},
+        "raw_bytes": 0,
+    }
+    writer.finish(add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), meta)
+    got = pl.read_parquet(state.unit_file("unit-0", "cfg", "drops.parquet"))
+    want = pl.concat([empty(DROPS), *want_q, *([] if discard_d else want_d)])
+    assert got.equals(want)
+    assert sorted(p.name for p in state.cache_dir("unit-0", "cfg").iterdir()) == [
+        "drops.parquet",
+        "kept.parquet",
+        "meta.json",
+    ]

@@ -277,10 +277,18 @@ class UnitWriter:
         self.drop_counts[kind] = 0
 
     def _finish_drops(self, empty_drops: pl.DataFrame) -> None:
-        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time."""
+        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time; when
+        only one kind was written (the usual unit), its file already is drops.parquet and is
+        renamed into place instead of being read and written again."""
         for _, writer in self._drops.values():
             writer.close()
         schema = empty_drops.to_arrow().schema
+        if len(self._drops) == 1:
+            ((path, _),) = self._drops.values()
+            if pq.read_schema(path).remove_metadata().equals(schema.remove_metadata()):
+                fsync_replace(path, self.dir / "drops.parquet")
+                self._drops.clear()
+                return
         with (
             atomic_path(self.dir / "drops.parquet") as tmp,
             pq.ParquetWriter(tmp, schema, compression="zstd") as out,
