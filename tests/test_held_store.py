@@ -8,6 +8,7 @@ exactly the order, that a polars scan of every held file filtered by source_uid 
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -237,3 +238,109 @@ def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     with pytest.raises(StateDamaged, match=r"kept\.parquet.*--rebuild"):
         _load_unit(state, 1, "unit-0", "cfg")
     assert not list((state.root / "published").glob("000001/*"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    units=st.lists(batches, min_size=1, max_size=3),
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(1, 2**16), max_size=6),
+    buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+)
+def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_decoded_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    units: list[list[list[int]]],
+    seed: int,
+    cuts: list[int],
+    buffer: int,
+) -> None:
+    """How the publisher reads a dataset: consecutive source_uid ranges, one shard row group each.
+    With a carry, every range holds exactly the rows the plain read returns, and no held row
+    group is decoded twice (one that straddles two ranges is taken from the carry)."""
+    seen: set[int] = set()
+    units = [[[i for i in b if not (i in seen or seen.add(i))] for b in u] for u in units]  # type: ignore[func-returns-value]
+    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer)
+    if not index.height:
+        return
+    for ds in sorted(index.get_column("dataset").unique().to_list()):
+        ordered = index.filter(pl.col("dataset") == ds).sort(ORDER)
+        bounds = sorted({0, ordered.height, *(c % ordered.height for c in cuts)})
+        carry: dict[tuple[str, int], object] = {}
+        groups_read: list[tuple[str, int]] = []
+        with monkeypatch.context() as m:
+            m.setattr(state_module.State, "_read_groups", _spy(state_module.State._read_groups, groups_read))
+            for a, b in itertools.pairwise(bounds):
+                keys = ordered.slice(a, b - a)
+                got = state.held_table(keys, PUBLISHED_NAMES, order=ORDER, carry=carry)  # type: ignore[arg-type]
+                want = state.held_table(keys, PUBLISHED_NAMES, order=ORDER)
+                assert got.equals(want)
+        assert len(groups_read) == len(set(groups_read)), "a held row group was decoded twice"
+
+
+def _spy(read_groups: object, log: list[tuple[str, int]]) -> object:
+    """``State._read_groups`` that logs the (file, row group) pairs it decodes (not those carried)."""
+
+    def spy(path, meta, want, columns, groups, hi, carry, kept):  # type: ignore[no-untyped-def]
+        if carry is not None:
+            log.extend((str(path), g) for g in want if (str(path), g) not in carry)
+        return read_groups(path, meta, want, columns, groups, hi, carry, kept)  # type: ignore[operator]
+
+    return staticmethod(spy)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    q=st.lists(st.integers(0, 5), max_size=4),
+    d=st.lists(st.integers(0, 5), max_size=4),
+    discard_d=st.booleans(),
+)
+def test_unit_drops_file_holds_the_q_entries_then_the_d_ones(
+    tmp_path_factory: pytest.TempPathFactory, q: list[int], d: list[int], discard_d: bool
+) -> None:
+    """drops.parquet of a finished unit, whichever kinds were written (one kind's file is renamed
+    into place, two are copied into one): the quarantine entries, then the stage drops, in the
+    order written, with the drops schema; discarded stage drops are gone."""
+    state = State(tmp_path_factory.mktemp("drops"))
+    writer = state.unit_writer("unit-0", "cfg")
+
+    def frame(kind: str, batch: int, n: int) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "source_uid": [f"{kind}{batch}#{i}" for i in range(n)],
+                "epoch": [batch] * n,
+                "dataset": [""] * n,
+                "stage": ["quarantine" if kind == "q" else "parse"] * n,
+                "reason": ["bad_json" if kind == "q" else "bad_shape"] * n,
+                "detail": [f"detail {i}" for i in range(n)],
+            }
+        ).cast(empty(DROPS).schema)
+
+    want_q = [frame("q", b, n) for b, n in enumerate(q)]
+    want_d = [frame("d", b, n) for b, n in enumerate(d)]
+    for a, b in itertools.zip_longest(want_q, want_d):
+        for kind, f in (("q", a), ("d", b)):
+            if f is not None:
+                writer.write_drops(kind, f)
+    if discard_d:
+        writer.discard_drops("d")
+    meta: UnitMeta = {
+        "unit": "unit-0",
+        "source": "affine",
+        "key": "unit-0",
+        "url": "",
+        "epoch": None,
+        "verdict": "ok",
+        "ingested": {},
+        "counters": {},
+        "raw_bytes": 0,
+    }
+    writer.finish(add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), meta)
+    got = pl.read_parquet(state.unit_file("unit-0", "cfg", "drops.parquet"))
+    want = pl.concat([empty(DROPS), *want_q, *([] if discard_d else want_d)])
+    assert got.equals(want)
+    assert sorted(p.name for p in state.cache_dir("unit-0", "cfg").iterdir()) == [
+        "drops.parquet",
+        "kept.parquet",
+        "meta.json",
+    ]

@@ -311,3 +311,22 @@ def test_hub_and_folder_refuse_a_tree_that_is_not_its_manifest(tmp_path: Path) -
     with pytest.raises(PublishRefused, match="not a finished build"):
         publish_to_dir(src, tmp_path / "target")
     assert api.calls == [] and not (tmp_path / "target").exists()
+
+
+def test_publish_tree_hashes_are_the_sha256_of_every_file_it_wrote(tmp_path: Path) -> None:
+    """The manifest takes publish_tree's hashes (taken from the bytes it wrote) instead of reading
+    the files back: they must be exactly the files' sha256, for every file of the trees, over
+    several shards and a re-run that leaves unchanged files as they are."""
+    from pipeline.publish.publisher import _tree_listing, write_manifest
+
+    frame = work_frame(sample_rows())
+    drops = sample_drops()
+    out = tmp_path / "publish"
+    for _ in range(2):
+        hashes: dict[str, str] = {}
+        publish_tree(frame, drops, sample_stats(frame, drops), out, benchmarks_checked=True, hashes=hashes)
+        listing = _tree_listing(out)
+        assert sorted(hashes) == [rel for rel in listing if rel != "MANIFEST.json"]
+        assert hashes == {rel: sha256(out / rel) for rel in hashes}
+        stats = sample_stats(frame, drops)
+        assert write_manifest(out, stats, known=hashes)["files"] == write_manifest(out, stats)["files"]

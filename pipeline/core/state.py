@@ -277,10 +277,18 @@ class UnitWriter:
         self.drop_counts[kind] = 0
 
     def _finish_drops(self, empty_drops: pl.DataFrame) -> None:
-        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time."""
+        """drops.parquet: the "q" entries then the "d" ones, copied a row group at a time; when
+        only one kind was written (the usual unit), its file already is drops.parquet and is
+        renamed into place instead of being read and written again."""
         for _, writer in self._drops.values():
             writer.close()
         schema = empty_drops.to_arrow().schema
+        if len(self._drops) == 1:
+            ((path, _),) = self._drops.values()
+            if pq.read_schema(path).remove_metadata().equals(schema.remove_metadata()):
+                fsync_replace(path, self.dir / "drops.parquet")
+                self._drops.clear()
+                return
         with (
             atomic_path(self.dir / "drops.parquet") as tmp,
             pq.ParquetWriter(tmp, schema, compression="zstd") as out,
@@ -627,10 +635,16 @@ class State:
         pending: dict[str, str] | None = None,
         *,
         order: list[str] | None = None,
+        carry: dict[tuple[str, int], pa.Table] | None = None,
     ) -> pa.Table:
         """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
         sort, so equal keys keep the file order). Only the row groups whose statistics may hold
-        the runs are decoded, and the big columns are copied once (:func:`_gather`)."""
+        the runs are decoded, and the big columns are copied once (:func:`_gather`).
+
+        ``carry``: for a caller reading consecutive source_uid ranges (the publisher, one row
+        group of a shard at a time), the decoded row groups that may also hold runs past this
+        range are kept there and taken from it by the next call, so a unit's row group that
+        straddles two shard row groups is decoded once, not twice."""
         import pyarrow.compute as pc
 
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
@@ -640,6 +654,7 @@ class State:
         # by file; for a sorted read, by each file's first run (files whose runs do not interleave
         # then come out in order, and need no reordering)
         by_file.sort(key=lambda fk: (str(fk[1].get_column("source_uid").min()), fk[0]) if order else fk[0])
+        kept: dict[tuple[str, int], pa.Table] = {}  # what is carried to the next call
         for rel, keys in by_file:
             path = self.root / rel
             if rel not in named:
@@ -656,13 +671,14 @@ class State:
                     and (first is None or first <= hi)
                     and (last is None or last >= lo)
                 ]
-                table = pq.ParquetFile(path, metadata=meta).read_row_groups(
-                    want, columns=columns, use_threads=False
-                )
+                table = self._read_groups(path, meta, want, columns, groups, hi, carry, kept)
                 masks.append(pc.is_in(table.column("source_uid"), value_set=uids.to_arrow()))
             except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
                 raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
             tables.append(table)
+        if carry is not None:
+            carry.clear()
+            carry.update(kept)
         if not tables:
             return pa.table({})
         table = pa.concat_tables(tables, promote_options="permissive")
@@ -672,6 +688,37 @@ class State:
             keyed = table.select(order).take(rows)
             rows = rows.take(pc.sort_indices(keyed, sort_keys=[(k, "ascending") for k in order]))
         return _gather(table, rows.to_numpy())
+
+    @staticmethod
+    def _read_groups(
+        path: Path,
+        meta: pq.FileMetaData,
+        want: list[int],
+        columns: list[str],
+        groups: list[RowGroupKeys],
+        hi: str,
+        carry: dict[tuple[str, int], pa.Table] | None,
+        kept: dict[tuple[str, int], pa.Table],
+    ) -> pa.Table:
+        """Row groups ``want`` of a held file; with ``carry``, those decoded by the call before are
+        taken from it, and those that may hold runs past ``hi`` are put in ``kept``."""
+        if carry is None or not want:
+            return pq.ParquetFile(path, metadata=meta).read_row_groups(
+                want, columns=columns, use_threads=False
+            )
+        parts: list[pa.Table] = []
+        reader: pq.ParquetFile | None = None
+        for g in want:
+            key = (str(path), g)
+            part = carry.get(key)
+            if part is None or part.column_names != columns:
+                reader = reader or pq.ParquetFile(path, metadata=meta)
+                part = reader.read_row_group(g, columns=columns, use_threads=False)
+            last = groups[g][2]
+            if last is None or last > hi:
+                kept[key] = part
+            parts.append(part)
+        return pa.concat_tables(parts)
 
     def _row_groups(self, path: Path) -> tuple[pq.FileMetaData, list[RowGroupKeys]]:
         """A held file's footer and, per row group, its one dataset (None when several or unknown)

@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import orjson
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.config import Config
@@ -55,6 +56,9 @@ from pipeline.orchestration.progress import Reporter
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import Unit
 from schemas.run import DROPS, PUBLISHED, WORK, empty
+
+if TYPE_CHECKING:  # the publisher is imported after the map (start-up)
+    from pipeline.publish.shards import RowReader
 
 R = TypeVar("R")
 
@@ -546,7 +550,6 @@ def _materialise(
     re-renders the same build next time. ``names``: :func:`benchmark_tables`, when it was read
     while the map ran."""
     from pipeline.publish.publisher import publish_tree, stage_build, switch_build, write_manifest
-    from pipeline.publish.shards import ORDER
 
     files = pending.files if pending else None
     commits = state.commits() + ([pending.meta] if pending else [])
@@ -578,6 +581,7 @@ def _materialise(
     check_invariant(stats)  # before anything is published
     crashpoint("before_publish")
     stage, current_intact = stage_build(workdir)
+    written: dict[str, str] = {}  # sha256 of the files publish_tree wrote, hashed from their bytes
     try:
         with rep.stage("publish", total=1) as advance:
             index = state.published(columns=[*INDEX_COLUMNS, ROW_FILE], pending=files)
@@ -588,16 +592,17 @@ def _materialise(
                 stats,
                 stage,
                 benchmarks_checked=not config.no_benchmarks,
-                rows=lambda keys, columns: state.held_table(keys, columns, pending=files, order=ORDER),
+                rows=_held_reader(state, files),
                 threads=config.workers,
                 reuse=reusable_shards(workdir / "publish", stage, state.root / SOURCES, sources),
+                hashes=written,
             )
             advance()
         stats["validation"] = verify_trees(stage, datasets, stats)
         if not stats["validation"]["ok"]:
             write_stats(ledger_dir, stats)
             raise InvariantError(f"published trees failed verification: {stats['validation']['problems']}")
-        manifest = write_manifest(stage, stats)
+        manifest = write_manifest(stage, stats, known=written)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -609,6 +614,22 @@ def _materialise(
     write_stats(ledger_dir, stats)
     atomic_write_json(ledger_dir / "datasets.json", datasets)
     return stats, datasets
+
+
+def _held_reader(state: State, pending: dict[str, str] | None) -> RowReader:
+    """The publisher's reader of held rows. It reads each dataset's runs in consecutive
+    source_uid ranges (one thread per dataset), so each dataset has its own ``carry`` of decoded
+    row groups that straddle two ranges (:meth:`State.held_table`)."""
+    from pipeline.publish.shards import ORDER
+
+    carries: dict[str, dict[tuple[str, int], pa.Table]] = {}
+
+    def read(keys: pl.DataFrame, columns: list[str]) -> pa.Table:
+        datasets = keys.get_column("dataset").unique().to_list() if "dataset" in keys.columns else []
+        carry = carries.setdefault(str(datasets[0]), {}) if len(datasets) == 1 else None
+        return state.held_table(keys, columns, pending=pending, order=ORDER, carry=carry)
+
+    return read
 
 
 def benchmark_tables(config: Config) -> list[str]:

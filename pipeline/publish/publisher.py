@@ -96,6 +96,7 @@ def publish_tree(
     rows: RowReader | None = None,
     threads: int = 1,
     reuse: set[str] | None = None,
+    hashes: dict[str, str] | None = None,
 ) -> list[str]:
     """Write one tree per dataset in ``published["dataset"]`` under ``out_dir``; returns their names.
 
@@ -104,7 +105,9 @@ def publish_tree(
     ``__bytes``): shards are planned from it and ``rows`` reads one row group's full rows at a
     time. ``threads`` trees are written at once. The shards already in ``out_dir`` of the datasets
     in ``reuse`` are kept as they are (their rows did not change); only their cards are written. Trees of datasets that no longer have rows are removed. Files whose bytes did not
-    change are not rewritten, so a no-op rebuild leaves every mtime as it was.
+    change are not rewritten, so a no-op rebuild leaves every mtime as it was. ``hashes``: the
+    sha256 of every file written is put there, by its path under ``out_dir`` (for
+    :func:`write_manifest`).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     lazy = published.lazy()
@@ -126,8 +129,9 @@ def publish_tree(
         )
         tree = out_dir / name
         plan = plan_shards(rows_ds)
+        written: dict[Path, str] = {}
         if name not in (reuse or set()):
-            write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows)
+            write_shards(rows_ds, tree / "data", plan=plan, rows_of=rows, hashes=written)
         card = render_card(
             name,
             narrow,
@@ -138,8 +142,12 @@ def publish_tree(
             num_bytes=plan.num_bytes,
         )
         crashpoint("publish_write")
-        write_bytes_if_changed(tree / "README.md", card.encode())
+        data = card.encode()
+        write_bytes_if_changed(tree / "README.md", data)
+        written[tree / "README.md"] = hashlib.sha256(data).hexdigest()
         crashpoint("publish_write")
+        if hashes is not None:
+            hashes.update((path.relative_to(out_dir).as_posix(), sha) for path, sha in written.items())
 
     if threads > 1 and len(names) > 1:
         # Parquet reading and encoding run outside the GIL: datasets are written side by side
@@ -226,11 +234,16 @@ def _tree_listing(root: Path) -> list[str]:
     return sorted(out)
 
 
-def write_manifest(tree: Path, stats: Mapping[str, Any]) -> dict[str, Any]:
+def write_manifest(
+    tree: Path, stats: Mapping[str, Any], known: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Seal a finished build: the sha256 of every file, its datasets and its books, written last.
 
-    A reader trusts a tree only when every file matches this manifest (:func:`verify_build`)."""
-    files = {rel: file_sha256(tree / rel) for rel in _tree_listing(tree)}
+    ``known``: the sha256 of files this run wrote into ``tree`` (hashed from the bytes it wrote,
+    :func:`publish_tree`'s ``hashes``); every other file is read and hashed here. A reader trusts
+    a tree only when every file matches this manifest (:func:`verify_build`)."""
+    have = known or {}
+    files = {rel: have.get(rel) or file_sha256(tree / rel) for rel in _tree_listing(tree)}
     build = hashlib.sha256(orjson.dumps(files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     manifest = {
         "format": MANIFEST_FORMAT,

@@ -9,6 +9,7 @@ always gives the same shard boundaries and the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -188,12 +189,15 @@ def write_shards(
     row_group_bytes: int = ROW_GROUP_BYTES,
     plan: ShardPlan | None = None,
     rows_of: RowReader | None = None,
+    hashes: dict[Path, str] | None = None,
 ) -> list[Path]:
     """Write ``frame`` (PUBLISHED or WORK columns; eager or a lazy scan of the run store) as
     ``data_dir/train-0000i-of-0000N.parquet``, holding one row group of rows at a time.
 
     Returns the shard paths in order. Shards of an earlier build that are not part of this one
     (another shard count) are removed; unchanged shards are left untouched (same mtime).
+    ``hashes``: the sha256 of each shard's bytes is put there (hashed from memory, in the
+    writing thread, so the build's manifest need not read the shards back).
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     lazy = frame.lazy()
@@ -205,7 +209,11 @@ def write_shards(
         tables: Iterator[pa.Table] = (_row_group(lazy, plan, a, b, rows_of) for a, b in plan.groups[g0:g1])
         if g0 == g1:  # the empty dataset's one shard
             tables = iter([PUBLISHED.empty_table()])
-        write_bytes_if_changed(dest, _shard_bytes(tables))
+        data = _shard_bytes(tables)
+        write_bytes_if_changed(dest, data)
+        if hashes is not None:
+            hashes[dest] = hashlib.sha256(data).hexdigest()
+        del data
         paths.append(dest)
     keep = {p.name for p in paths}
     for old in data_dir.iterdir():
