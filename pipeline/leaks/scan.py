@@ -57,7 +57,7 @@ NEVER = np.int64(1) << np.int64(62)
 STMT_WORDS, KEY_WORDS = 17, 14
 _RING = 16  # tokens kept for the rolling n-gram hash (n <= _RING, a power of two)
 _RMASK = _RING - 1
-_KEYS = 4  # key runs kept per line for the pair check; a line holding more is a candidate
+_KEYS = 16  # key runs kept per line for the pair check; a line with more is a candidate (4: 1.5x the lines)
 # byte classes: a lowercased word byte (>= 48), or one of these
 _NL, _SPECIAL, _OTHER = 10, 1, 0
 _CLS = LOWER.copy()
