@@ -193,7 +193,7 @@ class BenchmarkIndex:
 _RUN = r"[A-Za-z0-9_]+"
 
 
-_INDEX_VERSION = "v2"  # of the cached files' layout (v2: pair_set)
+_INDEX_VERSION = "v3"  # of the cached files (v2: pair_set; v3: a 512 kB n-gram bloom)
 _FRAMES = ("inst", "ids", "gold", "gold_total", "small", "stmt", "stmt_total")
 _ARRAYS = ("stmt_bloom", "stmt_set", "key_bloom", "key_set", "pair_set")
 

@@ -52,9 +52,10 @@ TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are
 PARTS = ("task", "actions", "outputs")
 GOLD_LINE, PLUS_LINE, ID_LINE = 1, 2, 4  # candidate line flags
 NEVER = np.int64(1) << np.int64(62)
-# Bloom filter sizes (log2 of 64-bit words): the n-grams (~250k, probed per token) in 1 MB, the gold
-# lines' key runs (~10k, probed per token of an action line) in 128 kB: ~0.5% false positives
-STMT_WORDS, KEY_WORDS = 17, 14
+# Bloom filter sizes (log2 of 64-bit words): the n-grams (~250k, probed per token) in 512 kB, ~1.5% false
+# positives (1 MB: ~0.4%, but a probe per token out of the per-core cache cost ~10% more of the scan), the
+# gold lines' key runs (~10k, probed per token of an action line) in 128 kB, ~0.5%
+STMT_WORDS, KEY_WORDS = 16, 14
 _RING = 16  # tokens kept for the rolling n-gram hash (n <= _RING, a power of two)
 _RMASK = _RING - 1
 _KEYS = 16  # key runs kept per line for the pair check; a line with more is a candidate (4: 1.5x the lines)
