@@ -196,6 +196,22 @@ def test_every_line_the_gold_and_id_rules_could_match_is_a_candidate(
             assert x.startswith("+") and not x.startswith("+++")
 
 
+def test_a_line_holding_a_key_run_but_another_last_run_is_no_gold_candidate() -> None:
+    """The pair (key run, last run) is what makes a candidate: a line sharing a gold line's longest run
+    but ending on another run cannot normalise to it (normalising never cuts a word byte at the end)."""
+    patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n+width = frame.width if frame.width is not None else default_width(frame)\n"
+    index = _index(["s"], [patch])
+    lines = [
+        "x = default_width(frame)",  # key run, last run "frame": a candidate (the gold line's pair)
+        "y = default_width(other_frame_name)",  # key run, another last run: not one
+        "  12\twidth = frame.width if frame.width is not None else default_width(frame)  ",  # the gold line
+        "default_width + a + b + c + d + e",  # key run then 5 other runs: not one
+    ]
+    texts = pl.DataFrame({"task": [""], "actions": ["\n".join(lines)], "outputs": [""]})
+    got = {x: f for x, f in scan(texts, index.probe).lines.select("x", "flag").iter_rows()}
+    assert {x for x, f in got.items() if f & GOLD_LINE} == {lines[0], lines[2]}
+
+
 # ---- the index, built once per content of the benchmark tables and memory-mapped after -------------
 
 
@@ -230,7 +246,7 @@ def test_cached_index_equals_the_built_one_and_later_processes_only_load_it(
         frame, want = getattr(again.index, name), getattr(built, name)  # as sets: build order may vary
         assert frame.sort(frame.columns).equals(want.sort(want.columns))
     assert again.index is not None and again.index.small_paths == built.small_paths
-    for name in ("stmt_bloom", "stmt_set", "key_bloom", "key_set"):
+    for name in ("stmt_bloom", "stmt_set", "key_bloom", "key_set", "pair_set"):
         assert np.array_equal(getattr(again.index.probe, name), getattr(built.probe, name))
     assert (again.index.probe.n, again.index.probe.tail_min) == (built.probe.n, built.probe.tail_min)
     rows = _leak_rows()

@@ -38,6 +38,7 @@ from pipeline.leaks.ngrams import (
     gram_starts,
     hash_set,
     hash_strings,
+    pair_hashes,
     sorted_unique,
     token_hashes,
 )
@@ -91,7 +92,9 @@ class BenchmarkIndex:
         if cache is None or not key:
             return cls.build(benchmarks)
         try:
-            where = cached_dir(cache, f"leak-index-{key}", lambda tmp: cls.build(benchmarks).save(tmp))
+            where = cached_dir(
+                cache, f"leak-index-{_INDEX_VERSION}-{key}", lambda tmp: cls.build(benchmarks).save(tmp)
+            )
         except OSError:
             return cls.build(benchmarks)
         return cls.load(where)
@@ -149,7 +152,7 @@ class BenchmarkIndex:
             schema={"inst": pl.UInt32, "x": pl.Utf8},
         )
         g = g.select("inst", norm_lines_expr(pl.lit("+") + pl.col("x")).alias("x"))
-        key_runs, tail_min = gold_keys(g["x"])
+        key_runs, pairs, tail_min = gold_keys(g["x"])
         g = g.select("inst", pl.col("x").hash(seed=LINE_SEED).alias("h")).unique()
         gold_total = g.group_by("inst").len("total").filter(pl.col("total") >= 2)
         # One distinctive added line is too weak alone: such a patch matches only as a diff, its line as
@@ -181,6 +184,7 @@ class BenchmarkIndex:
                 stmt_set=hash_set(stmt_grams),
                 key_bloom=bloom(key_runs, KEY_WORDS),
                 key_set=hash_set(key_runs),
+                pair_set=hash_set(pairs),
                 tail_min=tail_min,
             ),
         )
@@ -189,8 +193,9 @@ class BenchmarkIndex:
 _RUN = r"[A-Za-z0-9_]+"
 
 
+_INDEX_VERSION = "v3"  # of the cached files (v2: pair_set; v3: a 512 kB n-gram bloom)
 _FRAMES = ("inst", "ids", "gold", "gold_total", "small", "stmt", "stmt_total")
-_ARRAYS = ("stmt_bloom", "stmt_set", "key_bloom", "key_set")
+_ARRAYS = ("stmt_bloom", "stmt_set", "key_bloom", "key_set", "pair_set")
 
 
 _NEW_FILE = re.compile(r"\+\+\+ b/(\S+)")
@@ -210,10 +215,11 @@ def patch_paths(patch: str) -> list[str]:
     return out
 
 
-def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:
-    """(sorted token hashes of each normalised gold line's longest ASCII word run, the scan's ``tail_min``):
-    a raw line normalising to a gold line holds that run as a maximal run (:mod:`pipeline.leaks.scan`).
-    A gold line without such a run is found by the bytes after a line's last run instead."""
+def gold_keys(normed: pl.Series) -> tuple[U64, U64, int]:
+    """(sorted token hashes of each normalised gold line's longest ASCII word run, the pair hashes of
+    (longest run, last run) of each such line, the scan's ``tail_min``): a raw line normalising to a gold
+    line holds both runs as maximal runs, the last one last (:mod:`pipeline.leaks.scan`). A gold line
+    without such a run is found by the bytes after a line's last run instead."""
     lines = normed.filter(normed.str.len_chars() >= MIN_DISTINCTIVE_CHARS)
     runs = (
         pl.DataFrame({"x": lines})
@@ -225,8 +231,13 @@ def gold_keys(normed: pl.Series) -> tuple[np.ndarray, int]:
     longest = runs.sort(pl.col("run").str.len_bytes(), "run", descending=[True, False]).unique(
         "row", keep="first"
     )
+    last = runs.unique("row", keep="last", maintain_order=True)
+    both = longest.join(last, on="row", suffix="_last")
     keys = sorted_unique(hash_strings(longest["run"].str.to_lowercase()))
-    return keys, (MIN_DISTINCTIVE_CHARS if longest.height < lines.len() else int(NEVER))
+    pairs = pair_hashes(
+        hash_strings(both["run"].str.to_lowercase()), hash_strings(both["run_last"].str.to_lowercase())
+    )
+    return keys, sorted_unique(pairs), (MIN_DISTINCTIVE_CHARS if longest.height < lines.len() else int(NEVER))
 
 
 def run_texts(batch: pl.DataFrame) -> pl.DataFrame:

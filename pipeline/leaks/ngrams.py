@@ -119,6 +119,26 @@ def _hash_strings(
         out[t] = _finish(h, w)
 
 
+@numba.njit(cache=True, nogil=True)
+def pair_hash(a: np.uint64, b: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    """The hash of the ordered pair of token hashes (``a``, ``b``): top bits well mixed, for a
+    :func:`hash_set`."""
+    return _finish(_mix(_BASIS, a), b)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_hashes(a: U64, b: U64, out: U64) -> None:  # pragma: no cover - compiled
+    for j in range(a.shape[0]):
+        out[j] = pair_hash(a[j], b[j])
+
+
+def pair_hashes(a: U64, b: U64) -> U64:
+    """:func:`pair_hash` of each (``a[j]``, ``b[j]``)."""
+    out = np.empty(a.shape[0], dtype=np.uint64)
+    _pair_hashes(np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64), out)
+    return out
+
+
 def hash_strings(strings: pl.Series) -> U64:
     """The token hash of each string's bytes as they are (a lowercase ``[a-z0-9_]+`` string hashes like
     the tokeniser's token)."""

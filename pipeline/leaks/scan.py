@@ -12,9 +12,12 @@ are walked once:
   actions, the ``+`` lines of task and outputs) can normalise to a gold patch line: each maximal
   ASCII ``[A-Za-z0-9_]`` run of a normalised gold line is also a maximal run of any raw line
   normalising to it (compared case-insensitively, as tokens) (normalising only cuts a prefix ending in ``:``/``-``/tab/space/``+``/``-``/a
-  quote, a suffix starting with a quote, and collapses whitespace), so a line is a candidate when one
-  of its runs is a gold line's key run, or (when some gold line has no such run) when >= 12 bytes follow
-  its last run. ``PLUS_LINE`` marks the ``+`` lines of task and outputs.
+  quote, a suffix starting with a quote, and collapses whitespace, none of which holds a word byte), so
+  the raw line's last run is also the gold line's last run. A line is a candidate when one of its runs
+  is a gold line's key run (its longest) and the pair (key run, the line's last run) is that of a gold
+  line (``pair_set``: one key run alone let half of all action lines through), or (when some gold line
+  has no such run) when >= 12 bytes follow its last run. ``PLUS_LINE`` marks the ``+`` lines of task
+  and outputs.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from pipeline.leaks.ngrams import (
     _set_has,
     _word_char,
     gram_power,
+    pair_hash,
     shift_of,
 )
 from pipeline.textbytes import utf8_buffers
@@ -48,11 +52,13 @@ TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are
 PARTS = ("task", "actions", "outputs")
 GOLD_LINE, PLUS_LINE, ID_LINE = 1, 2, 4  # candidate line flags
 NEVER = np.int64(1) << np.int64(62)
-# Bloom filter sizes (log2 of 64-bit words): the n-grams (~250k, probed per token) in 1 MB, the gold
-# lines' key runs (~10k, probed per token of an action line) in 128 kB: ~0.5% false positives
-STMT_WORDS, KEY_WORDS = 17, 14
+# Bloom filter sizes (log2 of 64-bit words): the n-grams (~250k, probed per token) in 512 kB, ~1.5% false
+# positives (1 MB: ~0.4%, but a probe per token out of the per-core cache cost ~10% more of the scan), the
+# gold lines' key runs (~10k, probed per token of an action line) in 128 kB, ~0.5%
+STMT_WORDS, KEY_WORDS = 16, 14
 _RING = 16  # tokens kept for the rolling n-gram hash (n <= _RING, a power of two)
 _RMASK = _RING - 1
+_KEYS = 16  # key runs kept per line for the pair check; a line with more is a candidate (4: 1.5x the lines)
 # byte classes: a lowercased word byte (>= 48), or one of these
 _NL, _SPECIAL, _OTHER = 10, 1, 0
 _CLS = LOWER.copy()
@@ -70,6 +76,7 @@ class ScanIndex:
     stmt_set: U64  # the same hashes, exactly (ngrams.hash_set)
     key_bloom: U64  # blocked Bloom filter of the gold lines' key runs (token hashes)
     key_set: U64  # the same, exactly
+    pair_set: U64  # pair_hash(key run, last run) of every gold line holding a run (ngrams.hash_set)
     tail_min: int  # a line with >= this many bytes after its last run is a gold candidate (NEVER: none)
 
 
@@ -85,9 +92,11 @@ def _scan_part(
     sset: U64,
     kbloom: U64,
     kset: U64,
+    pset: U64,
     shifts: U64,
     tail_min: int,
     ring: U64,
+    kh: U64,
     st: npt.NDArray[np.int64],
     hit_doc: npt.NDArray[np.uint32],
     hit_g: U64,
@@ -105,7 +114,9 @@ def _scan_part(
     start = i
     plus = i < end and data[i] == 43 and not (i + 2 < end and data[i + 1] == 43 and data[i + 2] == 43)
     want_gold = part == ACTIONS or plus
-    key_hit = False
+    key_hit = False  # the line is a candidate by its runs
+    n_keys = 0  # key runs of the line (the first _KEYS in ``kh``)
+    last_t = np.uint64(0)  # the line's last token
     tok_end = start  # end of the line's last token
     uu = False
     prev_us = False
@@ -137,6 +148,7 @@ def _scan_part(
             h, w, k = _BASIS, np.uint64(0), 0
             in_tok = False
             tok_end = i if stop else i - 1
+            last_t = t
             g = g * GRAM_BASE + t  # roll the n-gram hash: shift t in, the token n back out
             if run >= n:
                 g -= ring[(run - n) & _RMASK] * bn
@@ -147,18 +159,29 @@ def _scan_part(
                     hit_doc[n_hits] = doc
                     hit_g[n_hits] = g
                 n_hits += 1
-            if want_gold and not key_hit:
-                key_hit = _bloom_has(kbloom, t, shifts[2]) and _set_has(kset, t, shifts[3])
+            if (
+                want_gold
+                and not key_hit
+                and _bloom_has(kbloom, t, shifts[2])
+                and _set_has(kset, t, shifts[3])
+            ):
+                if n_keys < _KEYS:
+                    kh[n_keys] = t
+                    n_keys += 1
+                else:
+                    key_hit = True
         if c != _NL:
             continue
         # the line ended before byte i - 1 (its line break, or the end of the part)
         stop_at = i - 1
         flag = 0
-        if (
-            want_gold
-            and stop_at - start >= MIN_DISTINCTIVE_CHARS
-            and (key_hit or stop_at - tok_end >= tail_min)
-        ):
+        long = want_gold and stop_at - start >= MIN_DISTINCTIVE_CHARS
+        if long and not key_hit:
+            for j in range(n_keys):  # a gold line's key run and last run: the line's last run too
+                if _set_has(pset, pair_hash(kh[j], last_t), shifts[4]):
+                    key_hit = True
+                    break
+        if long and (key_hit or stop_at - tok_end >= tail_min):
             flag = GOLD_LINE | (PLUS_LINE if plus and part != ACTIONS else 0)
         if uu:
             flag |= ID_LINE
@@ -176,6 +199,7 @@ def _scan_part(
         plus = i < end and data[i] == 43 and not (i + 2 < end and data[i + 1] == 43 and data[i + 2] == 43)
         want_gold = part == ACTIONS or plus
         key_hit = False
+        n_keys = 0
         tok_end = start
         uu = False
     st[0], st[1], st[2] = run, n_hits, n_lines
@@ -196,6 +220,7 @@ def _scan(
     sset: U64,
     kbloom: U64,
     kset: U64,
+    pset: U64,
     shifts: U64,
     tail_min: int,
     hit_doc: npt.NDArray[np.uint32],
@@ -204,18 +229,73 @@ def _scan(
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     ring = np.zeros(_RING + 1, dtype=np.uint64)
     st = np.zeros(3, dtype=np.int64)
+    kh = np.zeros(_KEYS, dtype=np.uint64)
     for doc in range(o0.shape[0] - 1):
         st[0] = 0  # n-grams never cross runs; they do cross lines and parts
         ring[_RING] = 0
         # three calls, not a loop: the parts' arrays may differ in type (read-only or not)
         _scan_part(
-            d0, o0, doc, 0, n, bn, sbloom, sset, kbloom, kset, shifts, tail_min, ring, st, hit_doc, hit_g, ln
+            d0,
+            o0,
+            doc,
+            0,
+            n,
+            bn,
+            sbloom,
+            sset,
+            kbloom,
+            kset,
+            pset,
+            shifts,
+            tail_min,
+            ring,
+            kh,
+            st,
+            hit_doc,
+            hit_g,
+            ln,
         )
         _scan_part(
-            d1, o1, doc, 1, n, bn, sbloom, sset, kbloom, kset, shifts, tail_min, ring, st, hit_doc, hit_g, ln
+            d1,
+            o1,
+            doc,
+            1,
+            n,
+            bn,
+            sbloom,
+            sset,
+            kbloom,
+            kset,
+            pset,
+            shifts,
+            tail_min,
+            ring,
+            kh,
+            st,
+            hit_doc,
+            hit_g,
+            ln,
         )
         _scan_part(
-            d2, o2, doc, 2, n, bn, sbloom, sset, kbloom, kset, shifts, tail_min, ring, st, hit_doc, hit_g, ln
+            d2,
+            o2,
+            doc,
+            2,
+            n,
+            bn,
+            sbloom,
+            sset,
+            kbloom,
+            kset,
+            pset,
+            shifts,
+            tail_min,
+            ring,
+            kh,
+            st,
+            hit_doc,
+            hit_g,
+            ln,
         )
     return st[1], st[2]
 
@@ -258,12 +338,14 @@ def scan(texts: pl.DataFrame, index: ScanIndex) -> ScanResult:
             index.stmt_set,
             index.key_bloom,
             index.key_set,
+            index.pair_set,
             np.array(
                 [
                     shift_of(len(index.stmt_bloom)),
                     shift_of(len(index.stmt_set) - 1),
                     shift_of(len(index.key_bloom)),
                     shift_of(len(index.key_set) - 1),
+                    shift_of(len(index.pair_set) - 1),
                 ],
                 dtype=np.uint64,
             ),

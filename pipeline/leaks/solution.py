@@ -11,7 +11,7 @@ from typing import overload
 import polars as pl
 
 from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
-from pipeline.leaks.rules import MAYBE_ATTEMPT, classify, make_task, maybe_attempt
+from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, make_task, maybe_attempt
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
 from pipeline.shell import split_command
@@ -45,9 +45,7 @@ def scan_run(
     commands: list[str] = list(row.get("commands") or [])  # type: ignore[call-overload]
     outputs: list[str] = list(row.get("outputs") or [])  # type: ignore[call-overload]
     rcs: list[int | None] = list(row.get("returncodes") or [])  # type: ignore[call-overload]
-    if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
-        task.submitted = diff_side(outputs[len(commands) - 1] or "", "+")
-    task.own_blocks = own_blocks(own_final_diff(commands, outputs))
+    own_read = False  # task.submitted and task.own_blocks, read at the first attempt (most runs have none)
     verdict = Verdict()
     written: list[str] = []  # raw; whitespace-collapsed into task.written only when a rule needs it
     later = _RunWrites(commands, outputs)
@@ -63,6 +61,9 @@ def scan_run(
             is_git = seg.argv[0] == "git"
             if kind is None and not (is_git and BUG_SUBJECT.search(out)):
                 continue
+            if not own_read:
+                read_own_diff(task, commands, outputs)
+                own_read = True
             task.written = "\n".join(WS.sub(" ", c) for c in written)
             ok, final = confirm(kind or "bug_patch", seg.argv, out, rc, task)
             if ok:
@@ -79,6 +80,14 @@ def scan_run(
         if bracket[i] if bracket is not None and i < len(bracket) else (out.startswith("[") or "\n[" in out):
             task.own_shas.update(OWN_COMMIT.findall(out))
     return verdict
+
+
+def read_own_diff(task: Task, commands: list[str], outputs: list[str]) -> None:
+    """Set what confirmation compares an observation with (only it reads them): the run's own final
+    added lines (``task.submitted``) and its final diff as post-image windows (``task.own_blocks``)."""
+    if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
+        task.submitted = diff_side(outputs[len(commands) - 1] or "", "+")
+    task.own_blocks = own_blocks(own_final_diff(commands, outputs))
 
 
 class _Printed(Sequence[list[str]]):
