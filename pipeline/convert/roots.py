@@ -44,6 +44,11 @@ def _repo_names(repo: str | None) -> list[str]:
     return sorted((n for n in names if n), key=len, reverse=True)
 
 
+# the directories a checkout named after the task's repo sits in (the rooted runs' named forms)
+_NAMED_DIRS = r"(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{6,}/)"
+_NAMED_DIR = re.compile("/" + _NAMED_DIRS)
+
+
 def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
     """The root forms, in the order they are tried: the run's own root when it has one (none
     when that is /testbed) plus the forms that name the task's repo (the same checkout mounted
@@ -59,9 +64,7 @@ def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[
     if repo_root and repo_root.rstrip("/"):
         root = repo_root.rstrip("/")
         alts = [] if root == TESTBED else [re.escape(root)]
-        named_forms = (
-            rf"/(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{{6,}}/){name}" if named else rf"/workspace/{name}"
-        )
+        named_forms = rf"/{_NAMED_DIRS}{name}" if named else rf"/workspace/{name}"
         return [*alts, *([named_forms] if names else []), dunder]
     return [rf"/workspace/{name}", r"/repo", r"/app", *homes, dunder]
 
@@ -82,13 +85,35 @@ def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.
     return re.compile(_BEFORE + "(?:" + "|".join(alts) + ")" + _AFTER)
 
 
+def _named_form_root(root: str, repo: str | None) -> bool:
+    """True when the run's root (without its final slash) is itself one of the named forms
+    (``/workspace/<name>``, a home or temp dir ending in the repo's name) and no other of the
+    repo's names extends its name. Then wherever the root matches, the named forms, tried next,
+    match the same text (the same name, as no longer one can match there), so the root needs no
+    alternative of its own."""
+    m = _NAMED_DIR.match(root)
+    if m is None:
+        return False
+    names = _repo_names(repo)
+    name = root[m.end() :]
+    return name in names and not any(n != name and n.startswith(name) for n in names)
+
+
+def _rooted_pattern(repo_root: str, repo: str | None) -> re.Pattern[str]:
+    """The pattern of a run whose root is known. A root that is one of the named forms is left
+    to them: the pattern is then the repo's alone, compiled once for all its runs (a temp dir's
+    root differs in every run, and a compile costs about a millisecond, more than the run's
+    rewrites of most runs)."""
+    return _pattern(TESTBED if _named_form_root(repo_root.rstrip("/"), repo) else repo_root, repo)
+
+
 def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = None) -> str:
     """Every repo root in ``text`` replaced by /testbed."""
     if "/" not in text:
         return text
     if repo_root and repo_root.rstrip("/"):
         # the run's own root and the forms naming its repo, nothing else
-        return _pattern(repo_root, repo or None).sub(TESTBED, text)
+        return _rooted_pattern(repo_root, repo or None).sub(TESTBED, text)
     # alternatives that cannot match this text are left out, which keeps the pattern shared
     if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
         return _pattern(None, repo).sub(TESTBED, text)
@@ -101,7 +126,9 @@ class RootRewriter:
 
     def __init__(self, repo_root: str | None = None, repo: str | None = None) -> None:
         self.repo = repo
-        self.rooted = _pattern(repo_root, repo or None).sub if repo_root and repo_root.rstrip("/") else None
+        self.rooted = (
+            _rooted_pattern(repo_root, repo or None).sub if repo_root and repo_root.rstrip("/") else None
+        )
 
     def __call__(self, text: str) -> str:
         if "/" not in text:
