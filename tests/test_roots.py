@@ -186,12 +186,23 @@ _NAMED_ROOT_PIECES = [
     "/home/v/django.x.",
     "/tmp/tmpzz99y/django",
     "file:///tmp/tmpzz99yy/django",
+    "/tmp/tmpzz99yy/djangoweb__django",
+    "/tmp/tmpzz99yy/django:x__django",
+    "/tmp/tmpzz99yy/django-__django",
+    "/tmp/tmpzz99yy/x",
+    "/home/v/x:y__x",
+    "__django",
+    ":x",
 ]
+
+
+# what may follow a root in a text: a boundary, or what a longer name of the repo adds
+_ROOT_SUFFIXES = ["", ".", ". ", ".x", "-", ":y", ":y__x", "web__django", ":x__django", "-__django", "/a"]
 
 
 @settings(max_examples=2000, deadline=None)
 @given(
-    st.lists(st.sampled_from(_NAMED_ROOT_PIECES), max_size=10).map("".join),
+    st.data(),
     st.sampled_from(
         [
             "/tmp/tmpzz99yy/django",
@@ -203,15 +214,33 @@ _NAMED_ROOT_PIECES = [
             "/home/v/django",
             "/home/v/django.x",
             "/tmp/tmpzz99y/django",
+            "/tmp/tmpzz99yy/x",
+            "/home/v/x",
         ]
     ),
-    st.sampled_from(["owner/django", "a__django", "django.x", "my repo/x:y", "o/django.x.", "o/django."]),
+    st.sampled_from(
+        [
+            "owner/django",
+            "a__django",
+            "django.x",
+            "my repo/x:y",
+            "o/django.x.",
+            "o/django.",
+            "djangoweb/django",
+            "django:x/django",
+            "django-/django",
+            "x:y/x",
+        ]
+    ),
 )
-def test_a_named_form_root_rewrites_as_its_own_alternative(text: str, root: str, repo: str) -> None:
+def test_a_named_form_root_rewrites_as_its_own_alternative(data: st.DataObject, root: str, repo: str) -> None:
     """A run whose root is a named form gets the repo's pattern, without the root as an
     alternative of its own (one compile per repo, not per temp dir): every rewrite is the one
     with it, by the function and by a run's RootRewriter."""
     from pipeline.convert.roots import _AFTER, _BEFORE, RootRewriter, _alternatives
+
+    pieces = [*_NAMED_ROOT_PIECES, *(root.rstrip("/") + s for s in _ROOT_SUFFIXES)]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=8)))
 
     with_root = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo, True)) + ")" + _AFTER)
     expected = with_root.sub("/testbed", text)
@@ -225,9 +254,18 @@ def test_temp_dir_roots_share_the_repo_pattern() -> None:
     a = _rooted_pattern("/tmp/tmpabcdef/django", "owner/django")
     assert a is _rooted_pattern("/tmp/tmpzz99yy/django/", "owner/django")
     assert a is _rooted_pattern("/home/u/django", "owner/django")
-    # a root another of the repo's names extends keeps its own alternative: the named forms would
-    # take that longer name where the root ends before it
-    assert _rooted_pattern("/home/u/django", "django.x") is not _rooted_pattern("/home/v/django", "django.x")
+    # a longer name that cannot follow where the root ends (the owner's name, a dotted suffix)
+    # leaves the root to the named forms too
+    assert _rooted_pattern("/tmp/tmpabcdef/tornado", "tornadoweb/tornado") is _rooted_pattern(
+        "/home/u/tornado", "tornadoweb/tornado"
+    )
+    assert _rooted_pattern("/home/u/django", "django.x") is _rooted_pattern("/home/v/django", "django.x")
+    # one that can keeps the root's own alternative: the named forms would take that longer name
+    # where the root ends before it
+    assert _rooted_pattern("/home/u/django", "o/django.") is not _rooted_pattern(
+        "/home/v/django", "o/django."
+    )
+    assert _rooted_pattern("/home/u/x", "x:y/x") is not _rooted_pattern("/home/v/x", "x:y/x")
     text = "cd /tmp/tmpabcdef/django. then /tmp/tmpabcdef/django.x"
     assert (
         rewrite_roots(text, "/tmp/tmpabcdef/django", "o/django.")

@@ -87,16 +87,21 @@ def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.
 
 def _named_form_root(root: str, repo: str | None) -> bool:
     """True when the run's root (without its final slash) is itself one of the named forms
-    (``/workspace/<name>``, a home or temp dir ending in the repo's name) and no other of the
-    repo's names extends its name. Then wherever the root matches, the named forms, tried next,
-    match the same text (the same name, as no longer one can match there), so the root needs no
-    alternative of its own."""
+    (``/workspace/<name>``, a home or temp dir ending in the repo's name) and no longer name of
+    the repo can match where it does. Then wherever the root matches, the named forms, tried
+    next, match the same text, so the root needs no alternative of its own.
+
+    A longer name (``tornadoweb__tornado`` for ``tornado``) matches where the root does only if
+    what it adds could follow the root: where the path boundary (``_AFTER``) holds after it."""
     m = _NAMED_DIR.match(root)
     if m is None:
         return False
     names = _repo_names(repo)
     name = root[m.end() :]
-    return name in names and not any(n != name and n.startswith(name) for n in names)
+    after = re.compile(_AFTER)
+    return name in names and not any(
+        n != name and n.startswith(name) and after.match(n, len(name)) for n in names
+    )
 
 
 def _rooted_pattern(repo_root: str, repo: str | None) -> re.Pattern[str]:
