@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.convert.tools import _ARROW_AT_START, _NL_ARROW_AT_NUMBER, _claude_read_body
+from pipeline.convert.tools import _ARROW_AT_START, _NL_ARROW_AT_NUMBER, _arrows_at_numbers, _claude_read_body
 
 LINE_START_ARROWS = re.compile(r"^ *\d+\u2192", re.M)
 texts = st.lists(st.sampled_from(["\n", " ", "1", "23", "\u2192", "a", "\t", "\r"]), max_size=30).map("".join)
@@ -20,6 +20,11 @@ texts = st.lists(st.sampled_from(["\n", " ", "1", "23", "\u2192", "a", "\t", "\r
 def test_arrows_at_numbers_are_the_multiline_line_starts(text: str) -> None:
     got = len(_NL_ARROW_AT_NUMBER.findall(text)) + bool(_ARROW_AT_START.match(text))
     assert got == len(LINE_START_ARROWS.findall(text))
+    assert _arrows_at_numbers(text) == got
+    # every line numbered (the fast count's case), and one line more that may not be
+    numbered = "\n".join(f"{' ' * (i % 3)}{i}\u2192{line}" for i, line in enumerate(text.split("\n")))
+    for body in (numbered, numbered + "\n" + text, text + "\n" + numbered):
+        assert _arrows_at_numbers(body) == len(LINE_START_ARROWS.findall(body))
 
 
 def test_numbered_lines_and_a_stray_arrow() -> None:

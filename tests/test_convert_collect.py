@@ -81,3 +81,20 @@ def test_a_value_arrow_refuses_is_left_to_polars() -> None:
 
 def test_no_kept_runs_is_the_empty_work_frame() -> None:
     assert Convert(CTX).collect([]).schema == empty(WORK).schema
+
+
+def test_the_collector_stays_paused_until_the_batch_is_built(monkeypatch: Any) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def collect(self: Convert, kept: list[Any]) -> pl.DataFrame:
+        seen.append(gc.isenabled())
+        return empty(WORK)
+
+    monkeypatch.setattr(Convert, "one", lambda self, item, counters: {})
+    monkeypatch.setattr(Convert, "collect", collect)
+    assert gc.isenabled()
+    Convert(CTX)([object()])
+    assert seen == [False]
+    assert gc.isenabled()

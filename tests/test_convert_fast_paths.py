@@ -105,6 +105,10 @@ def test_a_submit_command_is_one_naming_a_sentinel(text: str) -> None:
         f"echo {text}MINI_SWE_AGENT_FINAL_OUTPUT",
         f"{text}NANO_SWE_AGENT_FINAL_OUTP",
         " submit ",
+        # every marker, and the part they share (looked for first) without one
+        *(f"{text}{s}{text}" for s in SUBMIT_MARKERS),
+        f"echo {text}_FINAL_OUTPUT",
+        f"echo SWE_AGENT{text}_FINAL_OUTPUT",
     ):
         want = cmd.strip() == "submit" or any(s in cmd for s in SUBMIT_MARKERS)
         assert _is_submit_command(cmd) == want

@@ -136,6 +136,11 @@ _ROOT_PIECES = [
             "/home/u/django",
             "/",
             "/srv/root/",
+            # roots that are named forms (left to them when no longer name extends theirs)
+            "/tmp/tmpabcdef/django",
+            "/home/u/django/",
+            "/workspace/x:y",
+            "/home/u/django.x",
         ]
     ),
     st.sampled_from([None, "owner/django", "a__django", "my repo/x:y", "django.x"]),
@@ -164,3 +169,109 @@ def test_foreign_roots_equal_the_documented_pattern(text: str, repo: str | None)
     workspace = f"/workspace/(?:{names})|" if names else ""
     full = re.compile(_BEFORE + f"(?:{workspace}/repo|/app|/[A-Za-z0-9][\\w.-]*__[\\w.-]+)" + _AFTER)
     assert find_foreign_roots(text, repo) == full.findall(text)
+
+
+_NAMED_ROOT_PIECES = [
+    *_ROOT_PIECES,
+    "/tmp/tmpzz99yy/django",
+    "/tmp/tmpzz99yy/django.",
+    "/tmp/tmpzz99yy/django.x",
+    "/tmp/tmpzz99yy/django-",
+    "/tmp/tmpzz99yy/django/",
+    "/tmp/tmpzz99yy/a__django",
+    "/tmp/tmpzz99yy/x:y",
+    "/tmp/tmpzz99yy/x:y.",
+    "/workspace/django",
+    "/home/v/django",
+    "/home/v/django.x.",
+    "/tmp/tmpzz99y/django",
+    "file:///tmp/tmpzz99yy/django",
+    "/tmp/tmpzz99yy/djangoweb__django",
+    "/tmp/tmpzz99yy/django:x__django",
+    "/tmp/tmpzz99yy/django-__django",
+    "/tmp/tmpzz99yy/x",
+    "/home/v/x:y__x",
+    "__django",
+    ":x",
+]
+
+
+# what may follow a root in a text: a boundary, or what a longer name of the repo adds
+_ROOT_SUFFIXES = ["", ".", ". ", ".x", "-", ":y", ":y__x", "web__django", ":x__django", "-__django", "/a"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.data(),
+    st.sampled_from(
+        [
+            "/tmp/tmpzz99yy/django",
+            "/tmp/tmpzz99yy/django/",
+            "/tmp/tmpzz99yy/django.x",
+            "/tmp/tmpzz99yy/x:y",
+            "/tmp/tmpzz99yy/a__django",
+            "/workspace/django",
+            "/home/v/django",
+            "/home/v/django.x",
+            "/tmp/tmpzz99y/django",
+            "/tmp/tmpzz99yy/x",
+            "/home/v/x",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "owner/django",
+            "a__django",
+            "django.x",
+            "my repo/x:y",
+            "o/django.x.",
+            "o/django.",
+            "djangoweb/django",
+            "django:x/django",
+            "django-/django",
+            "x:y/x",
+        ]
+    ),
+)
+def test_a_named_form_root_rewrites_as_its_own_alternative(data: st.DataObject, root: str, repo: str) -> None:
+    """A run whose root is a named form gets the repo's pattern, without the root as an
+    alternative of its own (one compile per repo, not per temp dir): every rewrite is the one
+    with it, by the function and by a run's RootRewriter."""
+    from pipeline.convert.roots import _AFTER, _BEFORE, RootRewriter, _alternatives
+
+    pieces = [*_NAMED_ROOT_PIECES, *(root.rstrip("/") + s for s in _ROOT_SUFFIXES)]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=8)))
+
+    with_root = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo, True)) + ")" + _AFTER)
+    expected = with_root.sub("/testbed", text)
+    assert rewrite_roots(text, root, repo) == expected
+    assert RootRewriter(root, repo)(text) == expected
+
+
+def test_temp_dir_roots_share_the_repo_pattern() -> None:
+    from pipeline.convert.roots import _rooted_pattern
+
+    a = _rooted_pattern("/tmp/tmpabcdef/django", "owner/django")
+    assert a is _rooted_pattern("/tmp/tmpzz99yy/django/", "owner/django")
+    assert a is _rooted_pattern("/home/u/django", "owner/django")
+    # a longer name that cannot follow where the root ends (the owner's name, a dotted suffix)
+    # leaves the root to the named forms too
+    assert _rooted_pattern("/tmp/tmpabcdef/tornado", "tornadoweb/tornado") is _rooted_pattern(
+        "/home/u/tornado", "tornadoweb/tornado"
+    )
+    assert _rooted_pattern("/home/u/django", "django.x") is _rooted_pattern("/home/v/django", "django.x")
+    # one that can keeps the root's own alternative: the named forms would take that longer name
+    # where the root ends before it
+    assert _rooted_pattern("/home/u/django", "o/django.") is not _rooted_pattern(
+        "/home/v/django", "o/django."
+    )
+    assert _rooted_pattern("/home/u/x", "x:y/x") is not _rooted_pattern("/home/v/x", "x:y/x")
+    text = "cd /tmp/tmpabcdef/django. then /tmp/tmpabcdef/django.x"
+    assert (
+        rewrite_roots(text, "/tmp/tmpabcdef/django", "o/django.")
+        == "cd /testbed. then /tmp/tmpabcdef/django.x"
+    )
+    assert (
+        rewrite_roots(text, "/tmp/tmpabcdef/django.", "o/django.")
+        == "cd /testbed then /tmp/tmpabcdef/django.x"
+    )

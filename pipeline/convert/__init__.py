@@ -67,9 +67,17 @@ def _submission(obs: str) -> str:
 _SUBMIT_MARKER = re.compile("|".join(re.escape(s) for s in SUBMIT_MARKERS))
 
 
+# every marker holds this: a substring search for it rules most commands out faster than the
+# alternation, which has no literal prefix to jump to
+_MARKER_PART = "_FINAL_OUTPUT"
+assert all(_MARKER_PART in s for s in SUBMIT_MARKERS)
+
+
 def _is_submit_command(cmd: str) -> bool:
     # ``in`` first: a long command (a heredoc) is not copied by strip() to be compared
-    return ("submit" in cmd and cmd.strip() == "submit") or _SUBMIT_MARKER.search(cmd) is not None
+    return ("submit" in cmd and cmd.strip() == "submit") or (
+        _MARKER_PART in cmd and _SUBMIT_MARKER.search(cmd) is not None
+    )
 
 
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:

@@ -44,6 +44,11 @@ def _repo_names(repo: str | None) -> list[str]:
     return sorted((n for n in names if n), key=len, reverse=True)
 
 
+# the directories a checkout named after the task's repo sits in (the rooted runs' named forms)
+_NAMED_DIRS = r"(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{6,}/)"
+_NAMED_DIR = re.compile("/" + _NAMED_DIRS)
+
+
 def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
     """The root forms, in the order they are tried: the run's own root when it has one (none
     when that is /testbed) plus the forms that name the task's repo (the same checkout mounted
@@ -59,18 +64,15 @@ def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[
     if repo_root and repo_root.rstrip("/"):
         root = repo_root.rstrip("/")
         alts = [] if root == TESTBED else [re.escape(root)]
-        named_forms = (
-            rf"/(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{{6,}}/){name}" if named else rf"/workspace/{name}"
-        )
+        named_forms = rf"/{_NAMED_DIRS}{name}" if named else rf"/workspace/{name}"
         return [*alts, *([named_forms] if names else []), dunder]
     return [rf"/workspace/{name}", r"/repo", r"/app", *homes, dunder]
 
 
 @lru_cache(maxsize=256)
 def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.Pattern[str]:
-    """``_BEFORE (alternatives) _AFTER``. Without ``named`` (for a text holding neither
-    ``/home/`` nor ``/tmp/tmp``, which cannot match those forms) the pattern does not depend on
-    the repo, so one compiled pattern serves every run."""
+    """``_BEFORE (alternatives) _AFTER``; the rewrites use the named forms (``named``), the
+    tests compare both kinds."""
     alts = _alternatives(repo_root, repo, named)
     if not alts:
         return re.compile(r"(?!)")  # the run's root is /testbed already: nothing to rewrite
@@ -82,17 +84,43 @@ def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.
     return re.compile(_BEFORE + "(?:" + "|".join(alts) + ")" + _AFTER)
 
 
+def _named_form_root(root: str, repo: str | None) -> bool:
+    """True when the run's root (without its final slash) is itself one of the named forms
+    (``/workspace/<name>``, a home or temp dir ending in the repo's name) and no longer name of
+    the repo can match where it does. Then wherever the root matches, the named forms, tried
+    next, match the same text, so the root needs no alternative of its own.
+
+    A longer name (``tornadoweb__tornado`` for ``tornado``) matches where the root does only if
+    what it adds could follow the root: where the path boundary (``_AFTER``) holds after it."""
+    m = _NAMED_DIR.match(root)
+    if m is None:
+        return False
+    names = _repo_names(repo)
+    name = root[m.end() :]
+    after = re.compile(_AFTER)
+    return name in names and not any(
+        n != name and n.startswith(name) and after.match(n, len(name)) for n in names
+    )
+
+
+def _rooted_pattern(repo_root: str, repo: str | None) -> re.Pattern[str]:
+    """The pattern of a run whose root is known. A root that is one of the named forms is left
+    to them: the pattern is then the repo's alone, compiled once for all its runs (a temp dir's
+    root differs in every run, and a compile costs about a millisecond, more than the run's
+    rewrites of most runs)."""
+    return _pattern(TESTBED if _named_form_root(repo_root.rstrip("/"), repo) else repo_root, repo)
+
+
 def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = None) -> str:
     """Every repo root in ``text`` replaced by /testbed."""
     if "/" not in text:
         return text
     if repo_root and repo_root.rstrip("/"):
         # the run's own root and the forms naming its repo, nothing else
-        return _pattern(repo_root, repo or None).sub(TESTBED, text)
-    # alternatives that cannot match this text are left out, which keeps the pattern shared
-    if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
-        return _pattern(None, repo).sub(TESTBED, text)
-    return _pattern(None, None, named=False).sub(TESTBED, text)
+        return _rooted_pattern(repo_root, repo or None).sub(TESTBED, text)
+    # every usual form, those naming the repo included: one search, not one for each form's
+    # marker first to leave out those the text cannot hold (a third faster on unrooted runs)
+    return _pattern(None, repo).sub(TESTBED, text)
 
 
 class RootRewriter:
@@ -100,17 +128,14 @@ class RootRewriter:
     looked up once, not once per text."""
 
     def __init__(self, repo_root: str | None = None, repo: str | None = None) -> None:
-        self.repo = repo
-        self.rooted = _pattern(repo_root, repo or None).sub if repo_root and repo_root.rstrip("/") else None
+        rooted = repo_root and repo_root.rstrip("/")
+        pattern = _rooted_pattern(repo_root, repo or None) if repo_root and rooted else _pattern(None, repo)
+        self.sub = pattern.sub
 
     def __call__(self, text: str) -> str:
         if "/" not in text:
             return text
-        if self.rooted is not None:
-            return self.rooted(TESTBED, text)
-        if "/home/" in text or "/tmp/tmp" in text or "/workspace/" in text:
-            return _pattern(None, self.repo).sub(TESTBED, text)
-        return _pattern(None, None, named=False).sub(TESTBED, text)
+        return self.sub(TESTBED, text)
 
     def deep(self, value: object) -> object:
         """Every string in a tool call's arguments (lists and dicts walked) rewritten."""

@@ -112,6 +112,17 @@ _ARROW_NUMBER = re.compile(r"^( *\d+)\u2192", re.M)
 # (its empty group: findall then lists the shared empty string, not a copy of each match)
 _NL_ARROW_AT_NUMBER = re.compile(r"\n *\d+\u2192()")
 _ARROW_AT_START = re.compile(r" *\d+\u2192")
+# a line (after the first) that does not start with a line number's arrow: usually there is none
+_NL_NOT_AT_NUMBER = re.compile(r"\n(?! *\d+\u2192)")
+
+
+def _arrows_at_numbers(body: str) -> int:
+    """How many lines of ``body`` start with a line number's arrow (the line starts ``_ARROW_NUMBER`` finds).
+    When every line does (the usual case) that is its line count: one search for a line that
+    does not, without a match object per line."""
+    if _NL_NOT_AT_NUMBER.search(body) is None and _ARROW_AT_START.match(body):
+        return body.count("\n") + 1
+    return len(_NL_ARROW_AT_NUMBER.findall(body)) + bool(_ARROW_AT_START.match(body))
 
 
 def _tab_number(m: re.Match[str]) -> str:
@@ -407,7 +418,7 @@ def _claude_read_body(obs: str) -> str:
     if arrows:
         # when every arrow is a line number's (the usual case), replacing them all is the same
         # edit as the per-line substitution, without a Python call per line
-        at_numbers = len(_NL_ARROW_AT_NUMBER.findall(body)) + bool(_ARROW_AT_START.match(body))
+        at_numbers = _arrows_at_numbers(body)
         body = body.replace("\u2192", "\t") if at_numbers == arrows else _ARROW_NUMBER.sub(_tab_number, body)
     return body + "\n" if body else ""
 

@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.rows import dataset_of, work_row
-from pipeline.stages.base import RunStep
+from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.parse import Parsed
 from schemas.run import WORK, empty, polars_schema
 
@@ -38,6 +38,13 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
         "crash",
     )
     namespaces = ("dialect_drops", "dialect_turns")
+
+    def process(self, batch: list[Parsed]) -> StageOutput[pl.DataFrame]:
+        # the collector stays paused until the batch's rows are in the frame and freed: resumed
+        # before the frame is built (as the base does), it scans every message dict of the batch
+        # at least once more before they are dropped
+        with paused_gc():
+            return super().process(batch)
 
     def one(self, item: Parsed, counters: Counter[str]) -> dict[str, Any]:
         from pipeline.convert import convert_episode
