@@ -155,11 +155,11 @@ def test_a_python_literal_is_the_per_character_one(text: str) -> None:
     assert eval(edits.py_str(text)) == text
 
 
-def _old_pattern(repo_root: str | None, repo: str | None, named: bool) -> re.Pattern[str]:
+def _old_pattern(repo_root: str | None, repo: str | None) -> re.Pattern[str]:
     """roots._pattern before the forms ending in the repo's name shared one copy of it."""
     names = roots._repo_names(repo)
     name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
-    homes = [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"] if named else []
+    homes = [rf"/home/[\w.-]+/{name}", rf"/tmp/tmp[\w]{{6,}}/{name}"]
     dunder = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"
     if repo_root and repo_root.rstrip("/"):
         root = repo_root.rstrip("/")
@@ -171,12 +171,12 @@ def _old_pattern(repo_root: str | None, repo: str | None, named: bool) -> re.Pat
 
 
 @settings(max_examples=400)
-@given(_texts, st.sampled_from(_ROOTS), st.sampled_from(_REPOS), st.booleans())
+@given(_texts, st.sampled_from(_ROOTS), st.sampled_from(_REPOS))
 def test_a_root_pattern_rewrites_what_the_unshared_one_did(
-    text: str, root: str | None, repo: str | None, named: bool
+    text: str, root: str | None, repo: str | None
 ) -> None:
-    want = _old_pattern(root, repo or None, named).sub(roots.TESTBED, text)
-    assert roots._pattern(root, repo or None, named).sub(roots.TESTBED, text) == want
+    want = _old_pattern(root, repo or None).sub(roots.TESTBED, text)
+    assert roots._pattern(root, repo or None).sub(roots.TESTBED, text) == want
 
 
 def test_every_root_form_is_rewritten_as_before_for_every_run_kind() -> None:
@@ -184,9 +184,8 @@ def test_every_root_form_is_rewritten_as_before_for_every_run_kind() -> None:
     for root in _ROOTS:
         for repo in _REPOS:
             rewrite = RootRewriter(root, repo)
-            for named in (True, False):
-                new, old = roots._pattern(root, repo or None, named), _old_pattern(root, repo or None, named)
-                for text in texts:
-                    assert new.sub(roots.TESTBED, text) == old.sub(roots.TESTBED, text), (root, repo, text)
+            new, old = roots._pattern(root, repo or None), _old_pattern(root, repo or None)
+            for text in texts:
+                assert new.sub(roots.TESTBED, text) == old.sub(roots.TESTBED, text), (root, repo, text)
             for text in texts:
                 assert rewrite(text) == rewrite_roots(text, root, repo)

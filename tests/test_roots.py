@@ -149,7 +149,7 @@ def test_rewrite_equals_the_documented_pattern(text: str, root: str | None, repo
     from pipeline.convert.roots import _AFTER, _BEFORE, _alternatives
 
     # the documented form: not after a word/path character, any root form, then a path boundary
-    alts = _alternatives(root, repo, True)
+    alts = _alternatives(root, repo)
     if not alts:  # the run's root is /testbed: nothing is rewritten
         assert rewrite_roots(text, root, repo) == text
         return
@@ -242,7 +242,7 @@ def test_a_named_form_root_rewrites_as_its_own_alternative(data: st.DataObject, 
     pieces = [*_NAMED_ROOT_PIECES, *(root.rstrip("/") + s for s in _ROOT_SUFFIXES)]
     text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=8)))
 
-    with_root = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo, True)) + ")" + _AFTER)
+    with_root = re.compile(_BEFORE + "(?:" + "|".join(_alternatives(root, repo)) + ")" + _AFTER)
     expected = with_root.sub("/testbed", text)
     assert rewrite_roots(text, root, repo) == expected
     assert RootRewriter(root, repo)(text) == expected

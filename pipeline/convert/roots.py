@@ -49,31 +49,29 @@ _NAMED_DIRS = r"(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{6,}/)"
 _NAMED_DIR = re.compile("/" + _NAMED_DIRS)
 
 
-def _alternatives(repo_root: str | None, repo: str | None, named: bool) -> list[str]:
+def _alternatives(repo_root: str | None, repo: str | None) -> list[str]:
     """The root forms, in the order they are tried: the run's own root when it has one (none
     when that is /testbed) plus the forms that name the task's repo (the same checkout mounted
     elsewhere: ``/workspace/<name>``, home and temp dirs) and SWE-agent's ``/<owner>__<repo>``;
-    else the usual checkout forms. Without ``named``, the home and temp-dir forms are left out."""
+    else the usual checkout forms."""
     names = _repo_names(repo)
     name = "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else r"[\w.-]+"
     # the forms ending in the repo's name share one copy of it, ``/(?:home/…/|tmp/tmp…/)<name>``:
     # the same alternatives tried in the same order, and a pattern about half as long to compile
     # (one is compiled per run)
-    homes = [rf"/(?:home/[\w.-]+/|tmp/tmp[\w]{{6,}}/){name}"] if named else []
+    homes = [rf"/(?:home/[\w.-]+/|tmp/tmp[\w]{{6,}}/){name}"]
     dunder = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"  # SWE-agent's /<owner>__<repo>: only ever a checkout
     if repo_root and repo_root.rstrip("/"):
         root = repo_root.rstrip("/")
         alts = [] if root == TESTBED else [re.escape(root)]
-        named_forms = rf"/{_NAMED_DIRS}{name}" if named else rf"/workspace/{name}"
-        return [*alts, *([named_forms] if names else []), dunder]
+        return [*alts, *([rf"/{_NAMED_DIRS}{name}"] if names else []), dunder]
     return [rf"/workspace/{name}", r"/repo", r"/app", *homes, dunder]
 
 
 @lru_cache(maxsize=256)
-def _pattern(repo_root: str | None, repo: str | None, named: bool = True) -> re.Pattern[str]:
-    """``_BEFORE (alternatives) _AFTER``; the rewrites use the named forms (``named``), the
-    tests compare both kinds."""
-    alts = _alternatives(repo_root, repo, named)
+def _pattern(repo_root: str | None, repo: str | None) -> re.Pattern[str]:
+    """``_BEFORE (alternatives) _AFTER``."""
+    alts = _alternatives(repo_root, repo)
     if not alts:
         return re.compile(r"(?!)")  # the run's root is /testbed already: nothing to rewrite
     if all(a.startswith("/") for a in alts):
