@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -80,24 +80,29 @@ class StepTimes:
     unit's summary, never cached). CPU seconds are the process's, pool threads included: a worker
     runs one unit at a time, so they are the step's own and stay true on a loaded machine."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        wall_clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ) -> None:
         self.wall: defaultdict[str, float] = defaultdict(float)
         self.cpu: defaultdict[str, float] = defaultdict(float)
-        self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
+        self._wall_clock, self._cpu_clock = wall_clock, cpu_clock
+        self._wall0, self._cpu0 = wall_clock(), cpu_clock()
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = self._wall_clock(), self._cpu_clock()
         try:
             yield
         finally:
-            self.wall[name] += time.perf_counter() - wall
-            self.cpu[name] += time.process_time() - cpu
+            self.wall[name] += self._wall_clock() - wall
+            self.cpu[name] += self._cpu_clock() - cpu
 
     def rest(self, name: str) -> None:
         """Book what no step was timed for since this clock started (reading the input) to ``name``."""
-        self.wall[name] = max(0.0, time.perf_counter() - self._wall0 - sum(self.wall.values()))
-        self.cpu[name] = max(0.0, time.process_time() - self._cpu0 - sum(self.cpu.values()))
+        self.wall[name] = max(0.0, self._wall_clock() - self._wall0 - sum(self.wall.values()))
+        self.cpu[name] = max(0.0, self._cpu_clock() - self._cpu0 - sum(self.cpu.values()))
 
 
 def run_steps(
