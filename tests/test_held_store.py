@@ -71,18 +71,9 @@ def held_store(
                 writer.write(written[-1])
             finally:
                 state_module.KEPT_BUFFER_BYTES = saved
-        meta: UnitMeta = {
-            "unit": key,
-            "source": "affine",
-            "key": key,
-            "url": "",
-            "epoch": None,
-            "verdict": "ok",
-            "ingested": {},
-            "counters": {},
-            "raw_bytes": 0,
-        }
-        writer.finish(add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), meta)
+        writer.finish(
+            add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), unit_meta(key)
+        )
         # the cache holds exactly the rows written, each with its publishing size
         kept = pl.read_parquet(state.unit_file(key, "cfg", "kept.parquet"))
         if written:
@@ -95,6 +86,21 @@ def held_store(
     files = state.write_parts(0, [frame], empty(DROPS), files)
     state.write_record(0, [f"unit-{u}" for u in range(len(units))], files, {})
     return state, frame
+
+
+def unit_meta(key: str) -> UnitMeta:
+    """The meta of an ok affine unit with nothing ingested (what these tests finish units with)."""
+    return {
+        "unit": key,
+        "source": "affine",
+        "key": key,
+        "url": "",
+        "epoch": None,
+        "verdict": "ok",
+        "ingested": {},
+        "counters": {},
+        "raw_bytes": 0,
+    }
 
 
 def state_dedup() -> DedupParams:
@@ -324,18 +330,9 @@ def test_unit_drops_file_holds_the_q_entries_then_the_d_ones(
                 writer.write_drops(kind, f)
     if discard_d:
         writer.discard_drops("d")
-    meta: UnitMeta = {
-        "unit": "unit-0",
-        "source": "affine",
-        "key": "unit-0",
-        "url": "",
-        "epoch": None,
-        "verdict": "ok",
-        "ingested": {},
-        "counters": {},
-        "raw_bytes": 0,
-    }
-    writer.finish(add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), meta)
+    writer.finish(
+        add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), unit_meta("unit-0")
+    )
     got = pl.read_parquet(state.unit_file("unit-0", "cfg", "drops.parquet"))
     want = pl.concat([empty(DROPS), *want_q, *([] if discard_d else want_d)])
     assert got.equals(want)

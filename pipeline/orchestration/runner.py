@@ -75,10 +75,9 @@ class RunSummary:
     stats: Stats | None = None
     datasets: list[str] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)  # units not fetched this run (retried next run)
-    seconds: dict[str, float] = field(default_factory=dict)  # wall: driver phases, and unit/<step> summed
-    cpu_seconds: dict[str, float] = field(
-        default_factory=dict
-    )  # the same keys, CPU (the driver's for phases)
+    # wall seconds of the driver's phases, and of each unit/<step> summed over units
+    seconds: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # the same keys, CPU seconds
 
 
 def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
