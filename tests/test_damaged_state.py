@@ -60,9 +60,9 @@ KINDS: dict[str, str] = {
     "commit_last": "state/commits/000001.json",
     "published_part": "state/published/000000.parquet",
     "published_part_last": "state/published/000001.parquet",
-    "published_rows": "state/published/000000/*.parquet",
+    "published_rows": "state/published/000000/*.arrow",
     "ledger_part": "state/ledger/000001.parquet",
-    "unit_kept": "state/cache/*/kept.parquet",
+    "unit_kept": "state/cache/*/kept.arrow",
     "unit_drops": "state/cache/*/drops.parquet",
     "unit_meta": "state/cache/*/meta.json",
     "shard_sources": "state/sources.json",
@@ -119,7 +119,7 @@ def test_damaged_state_is_refused_or_rebuilt_never_silently_different(
     assert tree_bytes(work) == rebuilt
 
 
-@pytest.mark.parametrize("name", ["kept.parquet", "drops.parquet", "meta.json"])
+@pytest.mark.parametrize("name", ["kept.arrow", "drops.parquet", "meta.json"])
 def test_damaged_cache_of_an_undecided_unit_is_redone(
     base: tuple[Path, Path, dict[str, str], dict[str, str]], name: str, tmp_path: Path
 ) -> None:
@@ -140,8 +140,8 @@ def test_damaged_cache_of_an_undecided_unit_is_redone(
 def test_altered_text_in_the_store_is_refused_not_published(
     base: tuple[Path, Path, dict[str, str], dict[str, str]], tmp_path: Path
 ) -> None:
-    """A bit flip that still leaves a valid Parquet file (one letter of a message changed) is caught
-    by the sha256 the commit recorded, not published as changed text."""
+    """A bit flip that still leaves a valid file of held rows (one letter of a message changed) is
+    caught by the sha256 the commit recorded, not published as changed text."""
     import polars as pl
 
     corpus, clean, _, rebuilt = base
@@ -149,11 +149,9 @@ def test_altered_text_in_the_store_is_refused_not_published(
     shutil.copytree(clean, work, symlinks=True)
     # the rows a commit holds: its copies of the unit files (published/<seq>.parquet is their index)
     part = next(
-        p
-        for p in sorted((work / "state" / "published" / "000000").glob("*.parquet"))
-        if pl.read_parquet(p).height
+        p for p in sorted((work / "state" / "published" / "000000").glob("*.arrow")) if pl.read_ipc(p).height
     )
-    frame = pl.read_parquet(part)
+    frame = pl.read_ipc(part)
     frame = frame.with_columns(
         pl.col("messages").list.eval(
             pl.struct(
@@ -162,7 +160,7 @@ def test_altered_text_in_the_store_is_refused_not_published(
             )
         )
     )
-    frame.write_parquet(part)
+    frame.write_ipc(part, compression="lz4")
     code, out = run(corpus, work)
     assert code == 3 and part.name in out and "--rebuild" in out, out
     assert run(corpus, work, "--rebuild")[0] == 0

@@ -38,10 +38,10 @@ def test_every_atomic_write_is_fsynced_before_the_rename(tmp_path: Path, fsyncs:
     assert not fileio.copy_if_changed(tmp_path / "a.bin", tmp_path / "c" / "a.bin") and len(fsyncs) == 3
     w = UnitWriter(tmp_path / "unit")
     w.finish(pl.DataFrame({"x": [1]}), pl.DataFrame({"y": [2]}), {"done": True})
-    assert len(fsyncs) == 6  # kept.parquet, drops.parquet, meta.json
+    assert len(fsyncs) == 6  # kept.arrow, drops.parquet, meta.json
     assert sorted(p.name for p in (tmp_path / "unit").iterdir()) == [
         "drops.parquet",
-        "kept.parquet",
+        "kept.arrow",
         "meta.json",
     ]
 

@@ -67,7 +67,7 @@ def test_every_hostile_record_is_kept_or_explained(tmp_path_factory, records: li
     meta = process_unit(unit, cfg, cfg.workdir)
     cache = Path(cfg.workdir) / "state" / "cache"
     (d,) = list(cache.iterdir())
-    kept = pl.read_parquet(d / "kept.parquet")
+    kept = pl.read_ipc(d / "kept.arrow")
     drops = pl.read_parquet(d / "drops.parquet")
     assert kept.height + drops.height == len(records) == sum(meta["ingested"].values())
     assert drops.filter(pl.col("reason") == "crash").height == 0, drops.filter(pl.col("reason") == "crash")[

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 
 import polars as pl
@@ -19,11 +20,20 @@ from hypothesis import strategies as st
 
 from pipeline.core import state as state_module
 from pipeline.core.config import DedupParams
-from pipeline.core.state import INDEX_COLUMNS, ROW_BYTES, ROW_FILE, State, UnitMeta
+from pipeline.core.state import (
+    INDEX_COLUMNS,
+    KEPT_NAME,
+    KEPT_NAMES,
+    ROW_BYTES,
+    ROW_FILE,
+    State,
+    UnitMeta,
+    read_held,
+)
 from pipeline.dedup.keys import add_dedup_keys
 from pipeline.orchestration.process import STAGE_ONLY
 from pipeline.publish.shards import ORDER
-from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty
+from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty, polars_schema
 from tests.builders import published_row, work_frame
 
 DATASETS = ["mini-coder-affine-bash", "mini-coder-affine-pi", "mini-coder-swe-lego-openhands"]
@@ -35,8 +45,9 @@ def spec_rows(state: State, index: pl.DataFrame, columns: list[str]) -> pl.DataF
     frames = []
     for (rel,), keys in sorted(index.group_by(ROW_FILE), key=lambda kv: str(kv[0][0])):
         uids = keys.get_column("source_uid")
+        path = state.root / str(rel)
         frames.append(
-            pl.scan_parquet(state.root / str(rel))
+            (pl.scan_parquet(path) if path.suffix == ".parquet" else pl.scan_ipc(path))
             .filter(pl.col("source_uid").is_in(uids))
             .select(columns)
             .collect()
@@ -45,17 +56,23 @@ def spec_rows(state: State, index: pl.DataFrame, columns: list[str]) -> pl.DataF
 
 
 def held_store(
-    tmp_path: Path, units: list[list[list[int]]], seed: int, buffer: int = state_module.KEPT_BUFFER_BYTES
+    tmp_path: Path,
+    units: list[list[list[int]]],
+    seed: int,
+    buffer: int = state_module.KEPT_BUFFER_BYTES,
+    formats: list[str] | None = None,
 ) -> tuple[State, pl.DataFrame]:
     """A state whose commit 0 holds ``units`` (per unit, its batches of run numbers), and its index;
-    the unit writers hold ``buffer`` bytes of rows before writing them."""
+    the unit writers hold ``buffer`` bytes of rows before writing them. ``formats``: per unit, the
+    kept file it is written as (one of KEPT_NAMES: the Parquet of work dirs written before, or
+    today's), by default today's."""
     state = State(tmp_path)
     rng = random.Random(seed)
     files: dict[str, str] = {}
     index = []
     for u, batches in enumerate(units):
         key = f"unit-{u}"
-        writer = state.unit_writer(key, "cfg")
+        writer = state.unit_writer(key, "cfg", formats[u] if formats else None)
         written = []
         for batch in batches:
             rows = [
@@ -75,12 +92,13 @@ def held_store(
             add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), unit_meta(key)
         )
         # the cache holds exactly the rows written, each with its publishing size
-        kept = pl.read_parquet(state.unit_file(key, "cfg", "kept.parquet"))
+        kept = read_held(state.unit_file(key, "cfg", writer.kept_name))
         if written:
             assert kept.drop(ROW_BYTES).sort("source_uid").equals(pl.concat(written).sort("source_uid"))
         rel, sha = state.hold_unit_rows(0, key, "cfg")
+        assert rel.endswith(Path(writer.kept_name).suffix)
         files[rel] = sha
-        kept = pl.read_parquet(state.root / rel, columns=INDEX_COLUMNS)
+        kept = read_held(state.root / rel, INDEX_COLUMNS)
         index.append(kept.with_columns(pl.lit(rel).alias(ROW_FILE)))
     frame = pl.concat(index)
     files = state.write_parts(0, [frame], empty(DROPS), files)
@@ -116,15 +134,23 @@ batches = st.lists(st.lists(st.integers(0, 60), min_size=0, max_size=9, unique=T
     seed=st.integers(0, 2**16),
     pick=st.integers(0, 2**16),
     buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+    formats=st.lists(st.sampled_from(KEPT_NAMES), min_size=3, max_size=3),
 )
 def test_held_table_reads_exactly_the_rows_the_polars_scan_did(
-    tmp_path_factory: pytest.TempPathFactory, units: list[list[list[int]]], seed: int, pick: int, buffer: int
+    tmp_path_factory: pytest.TempPathFactory,
+    units: list[list[list[int]]],
+    seed: int,
+    pick: int,
+    buffer: int,
+    formats: list[str],
 ) -> None:
+    """Units held as today's Arrow IPC files, as the Parquet files of work dirs written before, or
+    both (a work dir upgraded between two epochs): the same rows, in the same order."""
     # run numbers are unique within a unit (one uid per run), batches may be empty
     seen: set[int] = set()
     units = [[[i for i in b if not (i in seen or seen.add(i))] for b in u] for u in units]  # type: ignore[func-returns-value]
     seen.clear()
-    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer)
+    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer, formats)
     if not index.height:
         return
     rng = random.Random(pick)
@@ -156,11 +182,13 @@ def test_a_held_file_named_by_no_commit_is_refused(tmp_path: Path) -> None:
         state.held_table(stray, PUBLISHED_NAMES)
 
 
-def test_a_held_file_unreadable_as_parquet_is_state_damage(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept_name", KEPT_NAMES)
+def test_a_held_file_unreadable_in_its_format_is_state_damage(tmp_path: Path, kept_name: str) -> None:
     from pipeline.core.state import StateDamaged
 
-    state, index = held_store(tmp_path, [[[1, 2, 3]]], 0)
-    (state.root / str(index.get_column(ROW_FILE)[0])).write_bytes(b"PAR1 not a parquet file PAR1")
+    state, index = held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
+    junk = b"PAR1 not a parquet file PAR1" if kept_name.endswith(".parquet") else b"ARROW1\0\0 not IPC ARROW1"
+    (state.root / str(index.get_column(ROW_FILE)[0])).write_bytes(junk)
     with pytest.raises(StateDamaged, match="--rebuild"):
         State(tmp_path).held_table(index, PUBLISHED_NAMES)
 
@@ -198,18 +226,19 @@ def test_gather_is_take_in_one_chunk(chunks: list[int], picks: list[int], stretc
     assert all(col.num_chunks <= 1 for col in got.columns)
 
 
+@pytest.mark.parametrize("kept_name", KEPT_NAMES)
 def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept_name: str
 ) -> None:
-    """The driver verifies a unit's kept.parquet by the hash it takes while copying it into the held
-    store, not by a second hash before: the copy holds the cache's bytes, and the index is the
-    cache's index columns."""
+    """The driver verifies a unit's kept file by the hash it takes while copying it into the held
+    store, not by a second hash before: the copy holds the cache's bytes (in the cache's format),
+    and the index is the cache's index columns."""
     from pipeline.io import fileio
     from pipeline.orchestration.runner import _load_unit
 
-    held_store(tmp_path, [[[1, 2, 3], [4]]], 0)
+    held_store(tmp_path, [[[1, 2, 3], [4]]], 0, formats=[kept_name])
     state = State(tmp_path)  # nothing verified yet in this process
-    kept = state.cache_dir("unit-0", "cfg") / "kept.parquet"
+    kept = state.cache_dir("unit-0", "cfg") / kept_name
     hashed: list[Path] = []
 
     def counting(path: Path) -> str:
@@ -220,28 +249,30 @@ def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
     loaded = _load_unit(state, 1, "unit-0", "cfg")
     assert kept not in hashed and (kept.parent / "drops.parquet") in hashed
     copy = state.root / loaded.rel
-    assert loaded.rel == "published/000001/unit-0-cfg.parquet"
+    assert loaded.rel == f"published/000001/unit-0-cfg{kept.suffix}"
     assert copy.read_bytes() == kept.read_bytes() and loaded.sha == fileio.file_sha256(kept)
-    assert loaded.index.equals(pl.read_parquet(kept, columns=INDEX_COLUMNS))
+    spec = pl.read_parquet(kept) if kept.suffix == ".parquet" else pl.read_ipc(kept)
+    assert loaded.index.equals(spec.select(INDEX_COLUMNS))
 
 
+@pytest.mark.parametrize("kept_name", KEPT_NAMES)
 @pytest.mark.parametrize("damage", ["bitflip", "delete"])
 def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
-    tmp_path: Path, damage: str
+    tmp_path: Path, damage: str, kept_name: str
 ) -> None:
     from pipeline.core.state import StateDamaged
     from pipeline.orchestration.runner import _load_unit
 
-    held_store(tmp_path, [[[1, 2, 3]]], 0)
+    held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
     state = State(tmp_path)
-    kept = state.cache_dir("unit-0", "cfg") / "kept.parquet"
+    kept = state.cache_dir("unit-0", "cfg") / kept_name
     if damage == "delete":
         kept.unlink()
     else:
         data = bytearray(kept.read_bytes())
         data[len(data) // 2] ^= 0x01
         kept.write_bytes(bytes(data))
-    with pytest.raises(StateDamaged, match=r"kept\.parquet.*--rebuild"):
+    with pytest.raises(StateDamaged, match=re.escape(kept_name) + ".*--rebuild"):
         _load_unit(state, 1, "unit-0", "cfg")
     assert not list((state.root / "published").glob("000001/*"))
 
@@ -252,6 +283,7 @@ def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     seed=st.integers(0, 2**16),
     cuts=st.lists(st.integers(1, 2**16), max_size=6),
     buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+    formats=st.lists(st.sampled_from(KEPT_NAMES), min_size=3, max_size=3),
 )
 def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_decoded_once(
     tmp_path_factory: pytest.TempPathFactory,
@@ -260,13 +292,14 @@ def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_dec
     seed: int,
     cuts: list[int],
     buffer: int,
+    formats: list[str],
 ) -> None:
     """How the publisher reads a dataset: consecutive source_uid ranges, one shard row group each.
     With a carry, every range holds exactly the rows the plain read returns, and no held row
     group is decoded twice (one that straddles two ranges is taken from the carry)."""
     seen: set[int] = set()
     units = [[[i for i in b if not (i in seen or seen.add(i))] for b in u] for u in units]  # type: ignore[func-returns-value]
-    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer)
+    state, index = held_store(tmp_path_factory.mktemp("held"), units, seed, buffer, formats)
     if not index.height:
         return
     for ds in sorted(index.get_column("dataset").unique().to_list()):
@@ -285,12 +318,12 @@ def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_dec
 
 
 def _spy(read_groups: object, log: list[tuple[str, int]]) -> object:
-    """``State._read_groups`` that logs the (file, row group) pairs it decodes (not those carried)."""
+    """``State._read_groups`` that logs the (file, part) pairs it decodes (not those carried)."""
 
-    def spy(path, meta, want, columns, groups, hi, carry, kept):  # type: ignore[no-untyped-def]
+    def spy(held, want, columns, hi, carry, kept):  # type: ignore[no-untyped-def]
         if carry is not None:
-            log.extend((str(path), g) for g in want if (str(path), g) not in carry)
-        return read_groups(path, meta, want, columns, groups, hi, carry, kept)  # type: ignore[operator]
+            log.extend((str(held.path), g) for g in want if (str(held.path), g) not in carry)
+        return read_groups(held, want, columns, hi, carry, kept)  # type: ignore[operator]
 
     return staticmethod(spy)
 
@@ -336,8 +369,89 @@ def test_unit_drops_file_holds_the_q_entries_then_the_d_ones(
     got = pl.read_parquet(state.unit_file("unit-0", "cfg", "drops.parquet"))
     want = pl.concat([empty(DROPS), *want_q, *([] if discard_d else want_d)])
     assert got.equals(want)
-    assert sorted(p.name for p in state.cache_dir("unit-0", "cfg").iterdir()) == [
-        "drops.parquet",
-        "kept.parquet",
-        "meta.json",
-    ]
+    assert sorted(p.name for p in state.cache_dir("unit-0", "cfg").iterdir()) == sorted(
+        ["drops.parquet", KEPT_NAME, "meta.json"]
+    )
+
+
+def _nullable(values: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(st.none(), values)
+
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+MESSAGE = st.fixed_dictionaries(
+    {"role": _nullable(st.sampled_from(["user", "assistant"])), "content": _nullable(TEXT)}
+)
+
+
+@st.composite
+def any_rows(draw: st.DrawFn, n: int) -> list[dict[str, object]]:
+    """Rows of every kept column type: strings, bools, ints, a list of structs and a list of
+    uint32, each null or empty where its type allows (source_uid, the key, is never null)."""
+    rows = []
+    for i in range(n):
+        row: dict[str, object] = {}
+        for name, dtype in polars_schema(WORK).items():
+            if name in STAGE_ONLY:
+                continue
+            if name == "source_uid":
+                row[name] = f"uid-{i:03d}-" + draw(TEXT)
+            elif name == "dataset":
+                row[name] = draw(_nullable(st.sampled_from(DATASETS)))
+            elif name == "messages":
+                row[name] = draw(_nullable(st.lists(_nullable(MESSAGE), max_size=3)))
+            elif dtype == pl.Boolean:
+                row[name] = draw(_nullable(st.booleans()))
+            elif dtype == pl.Int32:
+                row[name] = draw(_nullable(st.integers(-(2**31), 2**31 - 1)))
+            elif dtype == pl.Int64:
+                row[name] = draw(_nullable(st.integers(-(2**63), 2**63 - 1)))
+            else:
+                row[name] = draw(_nullable(TEXT))
+        row["exact_hash"] = draw(_nullable(TEXT))
+        row["minhash"] = draw(_nullable(st.lists(st.integers(0, 2**32 - 1), max_size=4)))
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    sizes=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+    buffer=st.sampled_from([1, 2**25]),
+)
+@pytest.mark.parametrize("kept_name", KEPT_NAMES)
+def test_every_kept_column_type_round_trips_with_nulls_and_nested_lists(
+    tmp_path_factory: pytest.TempPathFactory,
+    data: st.DataObject,
+    sizes: list[int],
+    buffer: int,
+    kept_name: str,
+) -> None:
+    """A unit's kept file, in either format, holds exactly the rows written (every value, null,
+    empty list and nested struct), with their types; the index read is its index columns."""
+    schema = {k: v for k, v in polars_schema(WORK).items() if k not in STAGE_ONLY}
+    schema |= {"exact_hash": pl.String, "minhash": pl.List(pl.UInt32)}
+    written, start = [], 0
+    for n in sizes:
+        rows = data.draw(any_rows(n))
+        for r in rows:
+            r["source_uid"] = f"{start:03d}{r['source_uid']}"  # unique across batches
+            start += 1
+        written.append(pl.DataFrame(rows, schema=schema))
+    state = State(tmp_path_factory.mktemp("types"))
+    writer = state.unit_writer("unit-0", "cfg", kept_name)
+    saved, state_module.KEPT_BUFFER_BYTES = state_module.KEPT_BUFFER_BYTES, buffer
+    try:
+        for frame in written:
+            writer.write(frame)
+    finally:
+        state_module.KEPT_BUFFER_BYTES = saved
+    writer.finish(pl.DataFrame(schema=schema), empty(DROPS), unit_meta("unit-0"))
+    path = state.unit_file("unit-0", "cfg", kept_name)
+    got = read_held(path)
+    want = pl.concat(written)
+    assert got.drop(ROW_BYTES).sort("source_uid").equals(want.sort("source_uid"))
+    assert got.drop(ROW_BYTES).schema == want.schema
+    index = read_held(path, INDEX_COLUMNS)
+    assert index.equals(got.select(INDEX_COLUMNS))

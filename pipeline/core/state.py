@@ -2,14 +2,15 @@
 
 Layout under ``<workdir>/state``::
 
-    cache/<unit>-<config>/{kept,drops}.parquet + meta.json   per-unit stage outputs (meta last)
+    cache/<unit>-<config>/kept.arrow, drops.parquet, meta.json   per-unit stage outputs (meta last)
     commits/<seq>.json                                       units decided by run <seq> (last)
     published/<seq>.parquet                                  index of the runs admitted by run <seq>
-    published/<seq>/<unit>-<config>.parquet                  their rows: copies of the units' kept files
+    published/<seq>/<unit>-<config>.arrow                    their rows: copies of the units' kept files
     ledger/<seq>.parquet                                     drops decided by run <seq>
 
-A run's rows are encoded once, by the worker that made them, into its unit's ``kept.parquet``
-(row groups by dataset, rows by source_uid). A commit copies the kept files holding its admitted
+A run's rows are encoded once, by the worker that made them, into its unit's ``kept.arrow`` (an
+Arrow IPC file, one record batch per dataset part, rows by source_uid; work dirs written before
+hold ``kept.parquet`` and ``.parquet`` copies, read alike). A commit copies the kept files holding its admitted
 runs byte for byte into ``published/<seq>/`` and writes ``published/<seq>.parquet``, an index:
 the narrow columns of every admitted run and ``__file``, the state file holding its full row.
 The commit names each file with its sha256, so a damaged one is refused with the rebuild hint.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -209,9 +211,19 @@ def read_sealed(path: Path) -> dict[str, Any]:
     return record
 
 
-# The unit caches and their held copies are read only by this package (the publisher decodes
-# them once more to write the shards): LZ4 and no dictionary for the big text columns decode
-# about twice as fast as zstd, and statistics are kept for the two columns reads are pruned by.
+# A unit's kept rows (its cache and their held copies) are read only by this package: the driver
+# reads their index columns, and the publisher decodes them once more to write the zstd Parquet
+# shards. They are an Arrow IPC file, one record batch per dataset part, its buffers LZ4-compressed:
+# encoded in 0.74x and read back by the driver in 0.58x the CPU of the LZ4 Parquet they replaced,
+# at 1.02x its bytes (bench/held_format.py; zstd buffers halve the bytes but cost the CPU saved).
+# Work dirs written before hold ``kept.parquet`` files: they are read by the same code (the format
+# follows the file name, which the sealed records name).
+KEPT_NAME = "kept.arrow"
+KEPT_PARQUET_NAME = "kept.parquet"  # the format before; read, and written only by tests of old work dirs
+KEPT_NAMES = (KEPT_NAME, KEPT_PARQUET_NAME)
+KEPT_IPC = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+# how the Parquet unit caches were written (LZ4, dictionaries only on small categorical columns,
+# statistics only on the two columns reads are pruned by)
 KEPT_PARQUET: dict[str, Any] = {
     "compression": "lz4",
     "use_dictionary": [
@@ -236,19 +248,48 @@ STATE_FORMAT = 3  # 2: sha256s of named files; 3: the held store is an index int
 COMMIT_NAME = re.compile(r"^(\d{6})\.json$")
 
 
+class KeptWriter:
+    """One file of kept rows, written a table at a time in one schema (the first table's): an
+    Arrow IPC file with LZ4 buffers, one record batch per table, or (``parquet``) the LZ4 Parquet
+    file of the format before, one row group per table."""
+
+    def __init__(self, path: Path, schema: pa.Schema, *, parquet: bool = False) -> None:
+        self.schema = schema
+        self._parquet = pq.ParquetWriter(path, schema, **KEPT_PARQUET) if parquet else None
+        self._sink = None if parquet else pa.OSFile(str(path), "wb")
+        self._ipc = None if self._sink is None else pa.ipc.new_file(self._sink, schema, options=KEPT_IPC)
+
+    def write(self, table: pa.Table) -> None:
+        table = table.cast(self.schema)
+        if self._parquet is not None:
+            self._parquet.write_table(table)
+        elif self._ipc is not None:
+            self._ipc.write_table(table)
+
+    def close(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._ipc is not None:
+            self._ipc.close()
+        if self._sink is not None:
+            self._sink.close()
+
+
 class UnitWriter:
     """Streams one unit's kept rows into its cache, batch by batch; ``finish`` writes the drops
     and then the meta (the completion marker, holding both files' sha256). Until then nothing
     counts as cached."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, kept_name: str | None = None) -> None:
         self.dir = directory
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in [*directory.glob(".kept.parquet.*.tmp"), *directory.glob(".drops-*.tmp")]:  # left by a
+        for stale in [*directory.glob(".kept.*.tmp"), *directory.glob(".drops-*.tmp")]:  # left by a
             # killed worker (the run holds the lock)
             stale.unlink(missing_ok=True)
-        self._tmp = directory / f".kept.parquet.{os.getpid()}.tmp"
-        self._writer: pq.ParquetWriter | None = None
+        # one of KEPT_NAMES (the format before is written only by tests of old work dirs)
+        self.kept_name = kept_name or KEPT_NAME
+        self._tmp = directory / f".{self.kept_name}.{os.getpid()}.tmp"
+        self._writer: KeptWriter | None = None
         # kept rows wait here (up to KEPT_BUFFER_BYTES) so each dataset's rows of a unit are
         # written as one sorted row group, not one small group per batch and dataset
         self._buffer: list[pl.DataFrame] = []
@@ -306,8 +347,8 @@ class UnitWriter:
 
     def write(self, frame: pl.DataFrame) -> None:
         """Append run rows. They are held until :data:`KEPT_BUFFER_BYTES` have come (or the unit
-        ends), then written a row group per dataset, rows by source_uid, with each row's
-        publishing size, so the publisher reads one dataset's rows by statistics alone."""
+        ends), then written a part (record batch) per dataset, rows by source_uid, with each
+        row's publishing size, so the publisher reads only the parts holding one dataset's runs."""
         self._buffer.append(frame)
         self._buffered += int(frame.estimated_size())
         if self._buffered >= KEPT_BUFFER_BYTES:
@@ -322,8 +363,10 @@ class UnitWriter:
         for part in _by_dataset(frame):
             table = part.to_arrow()
             if self._writer is None:
-                self._writer = pq.ParquetWriter(self._tmp, table.schema, **KEPT_PARQUET)
-            self._writer.write_table(table.cast(self._writer.schema))
+                self._writer = KeptWriter(
+                    self._tmp, table.schema, parquet=self.kept_name == KEPT_PARQUET_NAME
+                )
+            self._writer.write(table)
 
     def discard(self) -> None:
         """Forget the rows and stage drops written so far (a shard that failed verification)."""
@@ -343,10 +386,13 @@ class UnitWriter:
                 self._flush()
             assert self._writer is not None
             self._writer.close()
-            fsync_replace(self._tmp, self.dir / "kept.parquet")
+            for old in KEPT_NAMES:  # a cache of this unit written before in the other format
+                if old != self.kept_name:
+                    (self.dir / old).unlink(missing_ok=True)
+            fsync_replace(self._tmp, self.dir / self.kept_name)
             crashpoint("unit_write")
             self._finish_drops(empty_drops)
-            files = {n: file_sha256(self.dir / n) for n in ("kept.parquet", "drops.parquet")}
+            files = {n: file_sha256(self.dir / n) for n in (self.kept_name, "drops.parquet")}
             atomic_write_json(
                 self.dir / "meta.json", seal_record({**meta, "files": files, "state_format": STATE_FORMAT})
             )  # last
@@ -385,8 +431,125 @@ def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
     return ordered.partition_by("dataset", maintain_order=True)
 
 
-# per row group of a held file: its one dataset, its first and last source_uid (None: unknown)
+# per part of a held file: its one dataset, its first and last source_uid (None: unknown)
 RowGroupKeys = tuple[str | None, str | None, str | None]
+
+
+class HeldFile:
+    """A file of kept rows (a unit cache or its held copy) as its readers see it: its parts (the
+    record batches of an Arrow IPC file, or the row groups of the Parquet file of the format
+    before), what each part may hold (``groups``) and a read of some parts' columns. The format
+    follows the file name (:func:`held_file`)."""
+
+    path: Path
+    names: list[str]
+    num_parts: int
+
+    @property
+    def groups(self) -> list[RowGroupKeys]:
+        raise NotImplementedError
+
+    def read(self, parts: list[int], columns: list[str] | None = None) -> pa.Table:
+        raise NotImplementedError
+
+    def read_all(self, columns: list[str] | None = None) -> pa.Table:
+        return self.read(list(range(self.num_parts)), columns)
+
+
+class _ParquetHeld(HeldFile):
+    """A held file of the format before: row groups pruned by their footer's statistics."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.meta = pq.read_metadata(path)
+        self.names = self.meta.schema.to_arrow_schema().names
+        self.num_parts = self.meta.num_row_groups
+
+    @functools.cached_property
+    def groups(self) -> list[RowGroupKeys]:
+        paths = [self.meta.schema.column(i).path for i in range(self.meta.num_columns)]  # leaf columns
+        uid_at = paths.index("source_uid")
+        ds_at = paths.index("dataset") if "dataset" in paths else None
+        groups: list[RowGroupKeys] = []
+        for g in range(self.meta.num_row_groups):
+            rg = self.meta.row_group(g)
+            su = rg.column(uid_at).statistics
+            sd = rg.column(ds_at).statistics if ds_at is not None else None
+            one = sd is not None and sd.has_min_max and sd.null_count == 0 and sd.min == sd.max
+            known = su is not None and su.has_min_max
+            groups.append(
+                (
+                    str(sd.min) if one and sd is not None else None,
+                    str(su.min) if known and su is not None else None,
+                    str(su.max) if known and su is not None else None,
+                )
+            )
+        return groups
+
+    def read(self, parts: list[int], columns: list[str] | None = None) -> pa.Table:
+        return pq.ParquetFile(self.path, metadata=self.meta).read_row_groups(
+            parts, columns=columns, use_threads=False
+        )
+
+
+class _IpcHeld(HeldFile):
+    """An Arrow IPC file of kept rows: only the wanted columns of the wanted record batches are
+    decompressed. What each batch holds is read once from its own source_uid and dataset columns
+    (IPC keeps no statistics; the two columns are small)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with pa.OSFile(str(path)) as f:
+            reader = pa.ipc.open_file(f)
+            self.names = reader.schema.names
+            self.num_parts = reader.num_record_batches
+
+    @functools.cached_property
+    def groups(self) -> list[RowGroupKeys]:
+        import pyarrow.compute as pc
+
+        fields = [self.names.index(c) for c in ("source_uid", "dataset") if c in self.names]
+        options = pa.ipc.IpcReadOptions(included_fields=fields, use_threads=False)
+        groups: list[RowGroupKeys] = []
+        with pa.OSFile(str(self.path)) as f:
+            reader = pa.ipc.open_file(f, options=options)
+            for g in range(self.num_parts):
+                batch = reader.get_batch(g)
+                uid = pc.min_max(batch.column("source_uid"))
+                one = None  # the part's one dataset
+                if "dataset" in batch.schema.names:
+                    ds = batch.column("dataset")
+                    bounds = pc.min_max(ds)
+                    if ds.null_count == 0 and bounds["min"].is_valid and bounds["min"] == bounds["max"]:
+                        one = str(bounds["min"])
+                known = uid["min"].is_valid
+                groups.append((one, str(uid["min"]) if known else None, str(uid["max"]) if known else None))
+        return groups
+
+    def read(self, parts: list[int], columns: list[str] | None = None) -> pa.Table:
+        wanted = self.names if columns is None else columns
+        missing = [c for c in wanted if c not in self.names]
+        if missing:
+            raise KeyError(f"no column {missing[0]!r}")
+        fields = sorted(self.names.index(c) for c in wanted)
+        options = pa.ipc.IpcReadOptions(included_fields=fields, use_threads=False)
+        with pa.OSFile(str(self.path)) as f:
+            reader = pa.ipc.open_file(f, options=options)
+            table = pa.Table.from_batches([reader.get_batch(g) for g in parts], schema=reader.schema)
+        return table.select(wanted)
+
+
+def held_file(path: Path) -> HeldFile:
+    """The reader of a file of kept rows: Arrow IPC, or Parquet for a ``.parquet`` file (unit
+    caches and held copies written before, and a commit's own index part)."""
+    return _ParquetHeld(path) if path.suffix == ".parquet" else _IpcHeld(path)
+
+
+def read_held(held: HeldFile | Path, columns: list[str] | None = None) -> pl.DataFrame:
+    """Every row of a file of kept rows (only ``columns``), as polars."""
+    frame = pl.from_arrow((held if isinstance(held, HeldFile) else held_file(held)).read_all(columns))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 class State:
@@ -401,9 +564,8 @@ class State:
         for sub in ("cache", "commits", "published", "ledger"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self._verified: dict[Path, tuple[int, int, str]] = {}
-        # footers of held files already read (by size and mtime): the publisher reads each file
-        # once per row group it writes, and the footer decides which of its row groups to decode
-        self._footers: dict[Path, tuple[tuple[int, int], pq.FileMetaData, list[RowGroupKeys]]] = {}
+        # readers of held files already opened (by size and mtime; :meth:`_held_file`)
+        self._footers: dict[Path, tuple[tuple[int, int], HeldFile]] = {}
 
     # -- verification ---------------------------------------------------------------------
     def _verify(self, path: Path, sha: str) -> bool:
@@ -460,8 +622,8 @@ class State:
             and all(self._verify(d / n, sha) for n, sha in files.items())
         )
 
-    def unit_writer(self, unit_key: str, config_hash: str) -> UnitWriter:
-        return UnitWriter(self.cache_dir(unit_key, config_hash))
+    def unit_writer(self, unit_key: str, config_hash: str, kept_name: str | None = None) -> UnitWriter:
+        return UnitWriter(self.cache_dir(unit_key, config_hash), kept_name)
 
     def read_unit_meta(
         self, unit_key: str, config_hash: str, *, unverified: tuple[str, ...] = ()
@@ -475,7 +637,7 @@ class State:
         return cast(UnitMeta, {k: v for k, v in meta.items() if k not in ("check", "files", "state_format")})
 
     def unit_file(self, unit_key: str, config_hash: str, name: str) -> Path:
-        """A verified file of a cached unit (``kept.parquet`` or ``drops.parquet``)."""
+        """A verified file of a cached unit (one of :data:`KEPT_NAMES` or ``drops.parquet``)."""
         path = self.cache_dir(unit_key, config_hash) / "meta.json"
         meta = read_sealed(path)
         files = meta.get("files") or {}
@@ -516,18 +678,20 @@ class State:
         return commits[-1]["seq"] + 1 if commits else 0
 
     def hold_unit_rows(self, seq: int, unit_key: str, config_hash: str) -> tuple[str, str]:
-        """Copy a cached unit's verified ``kept.parquet``, byte for byte, into run ``seq``'s part
-        of the held store (the rows are never encoded again; the cache stays a cache that may be
-        damaged or deleted). Returns the copy's state-relative path and sha256.
+        """Copy a cached unit's verified kept file (:data:`KEPT_NAMES`), byte for byte, into run
+        ``seq``'s part of the held store (the rows are never encoded again; the cache stays a cache
+        that may be damaged or deleted). Returns the copy's state-relative path and sha256; the
+        copy keeps its source's suffix, which tells its format.
 
         The source is hashed once, as it is copied: a copy whose bytes differ from the recorded
         sha256 is never placed, and the cache file is reported as damaged."""
         meta_path = self.cache_dir(unit_key, config_hash) / "meta.json"
         files = read_sealed(meta_path).get("files") or {}
-        if "kept.parquet" not in files:
-            raise StateDamaged(f"state file {meta_path} names no kept.parquet; {REBUILD_HINT}")
-        src, sha = meta_path.parent / "kept.parquet", str(files["kept.parquet"])
-        rel = f"published/{seq:06d}/{src.parent.name}.parquet"
+        name = next((n for n in KEPT_NAMES if n in files), None)
+        if name is None:
+            raise StateDamaged(f"state file {meta_path} names no {KEPT_NAME}; {REBUILD_HINT}")
+        src, sha = meta_path.parent / name, str(files[name])
+        rel = f"published/{seq:06d}/{src.parent.name}{src.suffix}"
         if not src.exists():
             raise StateDamaged(f"state file {src} (named by {meta_path}) is missing; {REBUILD_HINT}")
         try:
@@ -638,13 +802,14 @@ class State:
         carry: dict[tuple[str, int], pa.Table] | None = None,
     ) -> pa.Table:
         """:meth:`held_rows` as one Arrow table, with ``order``: sorted by those columns (a stable
-        sort, so equal keys keep the file order). Only the row groups whose statistics may hold
-        the runs are decoded, and the big columns are copied once (:func:`_gather`).
+        sort, so equal keys keep the file order). Only the parts of a file (record batches, or
+        row groups of a Parquet file) that may hold the runs are decoded, and the big columns are
+        copied once (:func:`_gather`).
 
         ``carry``: for a caller reading consecutive source_uid ranges (the publisher, one row
-        group of a shard at a time), the decoded row groups that may also hold runs past this
-        range are kept there and taken from it by the next call, so a unit's row group that
-        straddles two shard row groups is decoded once, not twice."""
+        group of a shard at a time), the decoded parts that may also hold runs past this range
+        are kept there and taken from it by the next call, so a unit's part that straddles two
+        shard row groups is decoded once, not twice."""
         import pyarrow.compute as pc
 
         named = {rel for c in self.commits() for rel in (c.get("files") or {})} | set(pending or {})
@@ -663,15 +828,15 @@ class State:
             datasets = set(keys.get_column("dataset").unique().to_list())
             lo, hi = str(uids.min()), str(uids.max())
             try:
-                meta, groups = self._row_groups(path)
+                held = self._held_file(path)
                 want = [
                     g
-                    for g, (ds, first, last) in enumerate(groups)
+                    for g, (ds, first, last) in enumerate(held.groups)
                     if (ds is None or ds in datasets)
                     and (first is None or first <= hi)
                     and (last is None or last >= lo)
                 ]
-                table = self._read_groups(path, meta, want, columns, groups, hi, carry, kept)
+                table = self._read_groups(held, want, columns, hi, carry, kept)
                 masks.append(pc.is_in(table.column("source_uid"), value_set=uids.to_arrow()))
             except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
                 raise StateDamaged(f"state file {path} is damaged ({exc}); {REBUILD_HINT}") from None
@@ -691,62 +856,40 @@ class State:
 
     @staticmethod
     def _read_groups(
-        path: Path,
-        meta: pq.FileMetaData,
+        held: HeldFile,
         want: list[int],
         columns: list[str],
-        groups: list[RowGroupKeys],
         hi: str,
         carry: dict[tuple[str, int], pa.Table] | None,
         kept: dict[tuple[str, int], pa.Table],
     ) -> pa.Table:
-        """Row groups ``want`` of a held file; with ``carry``, those decoded by the call before are
+        """Parts ``want`` of a held file; with ``carry``, those decoded by the call before are
         taken from it, and those that may hold runs past ``hi`` are put in ``kept``."""
         if carry is None or not want:
-            return pq.ParquetFile(path, metadata=meta).read_row_groups(
-                want, columns=columns, use_threads=False
-            )
+            return held.read(want, columns)
         parts: list[pa.Table] = []
-        reader: pq.ParquetFile | None = None
         for g in want:
-            key = (str(path), g)
+            key = (str(held.path), g)
             part = carry.get(key)
             if part is None or part.column_names != columns:
-                reader = reader or pq.ParquetFile(path, metadata=meta)
-                part = reader.read_row_group(g, columns=columns, use_threads=False)
-            last = groups[g][2]
+                part = held.read([g], columns)
+            last = held.groups[g][2]
             if last is None or last > hi:
                 kept[key] = part
             parts.append(part)
         return pa.concat_tables(parts)
 
-    def _row_groups(self, path: Path) -> tuple[pq.FileMetaData, list[RowGroupKeys]]:
-        """A held file's footer and, per row group, its one dataset (None when several or unknown)
-        and its first and last source_uid (None when unknown): what decides which groups to read."""
+    def _held_file(self, path: Path) -> HeldFile:
+        """A held file's reader, kept while the file is unchanged (by size and mtime): the
+        publisher reads each file once per row group it writes, and what each part holds
+        decides which parts to decode."""
         st = path.stat()
         cached = self._footers.get(path)
         if cached is not None and cached[0] == (st.st_size, st.st_mtime_ns):
-            return cached[1], cached[2]
-        meta = pq.read_metadata(path)
-        paths = [meta.schema.column(i).path for i in range(meta.num_columns)]  # leaf columns
-        uid_at = paths.index("source_uid")
-        ds_at = paths.index("dataset") if "dataset" in paths else None
-        groups: list[RowGroupKeys] = []
-        for g in range(meta.num_row_groups):
-            rg = meta.row_group(g)
-            su = rg.column(uid_at).statistics
-            sd = rg.column(ds_at).statistics if ds_at is not None else None
-            one = sd is not None and sd.has_min_max and sd.null_count == 0 and sd.min == sd.max
-            known = su is not None and su.has_min_max
-            groups.append(
-                (
-                    str(sd.min) if one and sd is not None else None,
-                    str(su.min) if known and su is not None else None,
-                    str(su.max) if known and su is not None else None,
-                )
-            )
-        self._footers[path] = ((st.st_size, st.st_mtime_ns), meta, groups)
-        return meta, groups
+            return cached[1]
+        held = held_file(path)
+        self._footers[path] = ((st.st_size, st.st_mtime_ns), held)
+        return held
 
     def ledger(self, pending: dict[str, str] | None = None) -> pl.DataFrame | None:
         parts = self._committed_parts("ledger", pending)

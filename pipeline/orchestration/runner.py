@@ -36,6 +36,7 @@ from pipeline.core.ledger import (
 )
 from pipeline.core.state import (
     INDEX_COLUMNS,
+    KEPT_NAMES,
     ROW_BYTES,
     ROW_FILE,
     CommitMeta,
@@ -45,7 +46,9 @@ from pipeline.core.state import (
     UnitSummary,
     decode_ingested,
     encode_ingested,
+    held_file,
     parquet_bytes,
+    read_held,
     workdir_lock,
 )
 from pipeline.executors import make_executor
@@ -384,9 +387,9 @@ class LoadedUnit:
 def _load_unit(state: State, seq: int, unit_key: str, chash: str) -> LoadedUnit:
     """Verify a processed unit and copy its kept rows into run ``seq``'s part of the held store.
 
-    ``kept.parquet`` is hashed once, as it is copied (a damaged cache file is refused there); its
+    The kept file is hashed once, as it is copied (a damaged cache file is refused there); its
     index is read from the copy, whose bytes are the ones hashed."""
-    meta = state.read_unit_meta(unit_key, chash, unverified=("kept.parquet",))
+    meta = state.read_unit_meta(unit_key, chash, unverified=KEPT_NAMES)
     rel, sha = state.hold_unit_rows(seq, unit_key, chash)
     drops = pl.read_parquet(state.unit_file(unit_key, chash, "drops.parquet"))
     return LoadedUnit(meta, drops, _index_of(state.root / rel), rel, sha)
@@ -486,12 +489,12 @@ def _decide(
 def _index_of(kept: Path) -> pl.DataFrame:
     """The index columns of a unit's kept runs (the narrow read; the publishing size is computed
     here only for a cache written without it)."""
-    names = pq.read_schema(kept).names
-    if ROW_BYTES in names:
-        return pl.read_parquet(kept, columns=INDEX_COLUMNS)
+    held = held_file(kept)
+    if ROW_BYTES in held.names:
+        return read_held(held, INDEX_COLUMNS)
     from pipeline.publish.shards import row_bytes_expr
 
-    full = pl.read_parquet(kept)
+    full = read_held(held)
     return full.with_columns(row_bytes_expr().alias(ROW_BYTES)).select(INDEX_COLUMNS)
 
 
