@@ -1,5 +1,6 @@
 """The convert step's kept batch: the WORK frame built column by column through Arrow is the frame
-polars builds from the same row dicts, value for value and type for type."""
+polars builds from the same row dicts, value for value and type for type. A kept row holds its
+messages' contents only; the rows polars reads hold the messages (``_messages``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.stages.convert import Convert, _frame
+from pipeline.stages.convert import Convert, _frame, _messages
 from schemas.run import WORK, empty
 from tests.builders import CTX
 
@@ -17,7 +18,7 @@ from tests.builders import CTX
 def _row(i: int, **over: Any) -> dict[str, Any]:
     row: dict[str, Any] = {f.name: f"{f.name}-{i}" for f in WORK if str(f.type) in ("string", "large_string")}
     row.update(
-        messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "é\u2192\x00"}],
+        messages=["s", "é\u2192\x00", "a", "b", "c", "d"],
         verified=i % 2 == 0,
         submitted=True,
         affine_fold_group=None,
@@ -28,22 +29,37 @@ def _row(i: int, **over: Any) -> dict[str, Any]:
         raw_bytes=2**40 + i,
     )
     row.update(over)
+    if "messages" not in over:  # system, task, then two messages per turn
+        row["messages"] = row["messages"][: 2 + 2 * len(row["commands"])]
     return row
 
 
+def _plain(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The frame polars builds from the rows with their messages."""
+    return pl.DataFrame([{**row, "messages": _messages(row)} for row in rows], schema=empty(WORK).schema)
+
+
 def test_kept_rows_become_the_frame_polars_would_build_from_them() -> None:
-    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[], messages=[])]
+    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[])]
     got = Convert(CTX).collect(rows)
-    want = pl.DataFrame(rows, schema=empty(WORK).schema)
+    want = _plain(rows)
     assert got.schema == want.schema
     assert got.to_arrow().equals(want.to_arrow())
 
 
 def test_the_fast_build_is_that_frame_without_falling_back() -> None:
-    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[], messages=[])]
-    rows.append(_row(6, commands=["a"] * 4, outputs=["b"] * 4, returncodes=[-1, 2**31 - 1, None, -(2**31)]))
+    rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[])]
+    rows.append(
+        _row(
+            6,
+            commands=["a"] * 4,
+            outputs=["b"] * 4,
+            returncodes=[-1, 2**31 - 1, None, -(2**31)],
+            messages=[f"m{i}" for i in range(10)],
+        )
+    )
     got = _frame(rows)  # called directly: a fallback cannot hide a difference
-    want = pl.DataFrame(rows, schema=empty(WORK).schema)
+    want = _plain(rows)
     assert got.schema == want.schema
     assert got.to_arrow().equals(want.to_arrow())
 
@@ -65,7 +81,7 @@ def test_a_value_arrow_refuses_is_left_to_polars() -> None:
     # a return code as text: Arrow refuses it for int32, polars' own conversion decides
     rows = [_row(0, returncodes=["7"])]
     try:
-        want: pl.DataFrame | None = pl.DataFrame(rows, schema=empty(WORK).schema)
+        want: pl.DataFrame | None = _plain(rows)
     except Exception as exc:  # polars refuses it too: the same error reaches the step's boundary
         want, error = None, type(exc)
     if want is not None:

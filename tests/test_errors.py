@@ -62,14 +62,14 @@ def _run(tmp_path: Path, n: int = 3) -> pl.DataFrame:
 
 
 def test_a_converter_bug_lands_as_convert_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = pipeline.convert.convert_episode
+    real = pipeline.convert.convert_turns  # what the Convert step calls
 
     def buggy(ep, step_limit=250):
         if ep.meta.source_uid.endswith("#L2"):
             raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
         return real(ep, step_limit=step_limit)
 
-    monkeypatch.setattr(pipeline.convert, "convert_episode", buggy)
+    monkeypatch.setattr(pipeline.convert, "convert_turns", buggy)
     drops = _run(tmp_path)
     assert drops.select("stage", "reason").rows() == [("convert", "crash")]
     assert drops["source_uid"][0].endswith("#L2")

@@ -42,7 +42,7 @@ from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrapper
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.common import SUBMIT_MARKERS
 
-__all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode"]
+__all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode", "convert_turns"]
 
 
 @dataclass
@@ -54,6 +54,18 @@ class Converted:
     submitted: bool
     counters: Counter[str] = field(default_factory=Counter)
     problem_statement: str = ""  # the task as rendered: its roots rewritten like every message
+    thoughts: list[str] = field(default_factory=list)  # each turn's THOUGHT, as rendered
+
+    def rendering(self) -> tuple[str, list[str], list[str], list[str], list[int | None], bool]:
+        """The arguments of ``render_messages`` and ``render_contents``."""
+        return (
+            self.problem_statement,
+            self.thoughts,
+            self.commands,
+            self.outputs,
+            self.returncodes,
+            self.submitted,
+        )
 
 
 def _submission(obs: str) -> str:
@@ -81,6 +93,15 @@ def _is_submit_command(cmd: str) -> bool:
 
 
 def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
+    """The run's turns and their messages."""
+    conv = convert_turns(ep, step_limit)
+    conv.messages = render_messages(*conv.rendering())
+    return conv
+
+
+def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
+    """The run's turns, ``messages`` left empty: the Convert step renders only their contents
+    (``render_contents``), not a dict per message."""
     counters: Counter[str] = Counter()
     state = ToolState(counters=counters)
     roots = RootRewriter(ep.meta.repo_root, ep.task.repo)
@@ -174,5 +195,4 @@ def convert_episode(ep: Episode, step_limit: int = 250) -> Converted:
     counters["convert/turns"] += len(commands)
     # a harness preamble in the task ("checked out at /repo") names the root too
     task = roots(ep.task.problem_statement)
-    messages = render_messages(task, thoughts, commands, outputs, returncodes, submitted)
-    return Converted(messages, commands, outputs, returncodes, submitted, counters, task)
+    return Converted([], commands, outputs, returncodes, submitted, counters, task, thoughts)

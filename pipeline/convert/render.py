@@ -122,6 +122,29 @@ def submission_of(output: str) -> str:
     return "".join(output.lstrip().splitlines(keepends=True)[1:])
 
 
+def message_roles(turns: int) -> list[str]:
+    """The roles of a run's messages: system, the task, then an assistant turn and its reply per turn."""
+    return ["system", "user", *(["assistant", "user"] * turns)]
+
+
+def render_contents(
+    task: str,
+    thoughts: list[str],
+    commands: list[str],
+    outputs: list[str],
+    returncodes: list[int | None],
+    submitted: bool,
+) -> list[str]:
+    """The contents of ``render_messages``, in order (their roles: ``message_roles``). The
+    Convert step keeps only these: a dict per message would be built, then taken apart again."""
+    contents = [render_system(), render_instance(task)]
+    last = len(commands) - 1
+    for i, (thought, cmd, out, rc) in enumerate(zip(thoughts, commands, outputs, returncodes, strict=True)):
+        contents.append(render_assistant(thought, cmd))
+        contents.append(submission_of(out) if (submitted and i == last) else render_reply(cmd, out, rc))
+    return contents
+
+
 def render_messages(
     task: str,
     thoughts: list[str],
@@ -132,13 +155,6 @@ def render_messages(
 ) -> list[dict[str, str]]:
     """[system, user(task), (assistant, user(observation))*]; a submit turn's reply is the patch,
     a timed-out command's (return code None) is mini's timeout message."""
-    messages = [
-        {"role": "system", "content": render_system()},
-        {"role": "user", "content": render_instance(task)},
-    ]
-    for i, (thought, cmd, out, rc) in enumerate(zip(thoughts, commands, outputs, returncodes, strict=True)):
-        messages.append({"role": "assistant", "content": render_assistant(thought, cmd)})
-        last = i == len(commands) - 1
-        reply = submission_of(out) if (submitted and last) else render_reply(cmd, out, rc)
-        messages.append({"role": "user", "content": reply})
-    return messages
+    contents = render_contents(task, thoughts, commands, outputs, returncodes, submitted)
+    roles = message_roles(len(commands))
+    return [{"role": role, "content": text} for role, text in zip(roles, contents, strict=True)]

@@ -137,10 +137,15 @@ class RootRewriter:
 
     def deep(self, value: object) -> object:
         """Every string in a tool call's arguments (lists and dicts walked) rewritten."""
+        if isinstance(value, dict):
+            # mostly strings: each rewritten in place, as __call__ does, without a call of it
+            sub = self.sub
+            return {
+                k: ((sub(TESTBED, v) if "/" in v else v) if type(v) is str else self.deep(v))
+                for k, v in value.items()
+            }
         if isinstance(value, str):
             return self(value)
-        if isinstance(value, dict):  # mostly strings: rewritten without a call to deep each
-            return {k: self(v) if type(v) is str else self.deep(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.deep(v) for v in value]
         return value

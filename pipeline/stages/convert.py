@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.convert.render import message_roles, render_contents
 from pipeline.core.rows import dataset_of, work_row
 from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.parse import Parsed
@@ -47,12 +48,16 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
             return super().process(batch)
 
     def one(self, item: Parsed, counters: Counter[str]) -> dict[str, Any]:
-        from pipeline.convert import convert_episode
+        """The run's WORK row, but its ``messages`` only their contents (their roles follow from
+        its turn count, ``message_roles``): ``collect`` builds the column from them."""
+        from pipeline.convert import convert_turns
 
-        conv = convert_episode(item.episode, step_limit=self.ctx.config.limits.step_limit)
+        conv = convert_turns(item.episode, step_limit=self.ctx.config.limits.step_limit)
         counters.update(conv.counters)
         counters[f"dialect_turns/{item.episode.meta.dialect}"] += len(conv.commands)
-        return work_row(item.raw, item.episode, conv)
+        row = work_row(item.raw, item.episode, conv)
+        row["messages"] = render_contents(*conv.rendering())
+        return row
 
     def collect(self, kept: list[Any]) -> pl.DataFrame:
         if not kept:
@@ -61,6 +66,7 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
             return _frame(kept)
         except Exception:  # a value the fast path will not take: the plain conversion decides
             pass
+        kept = [{**row, "messages": _messages(row)} for row in kept]
         # column by column through Arrow: twice as fast as polars reading a list of row dicts
         try:
             table = pa.Table.from_arrays(
@@ -76,6 +82,12 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
 
     def on_drop(self, item: Parsed, reason: str, counters: Counter[str]) -> None:
         counters[f"dialect_drops/{item.episode.meta.dialect}/{self.name}/{reason}"] += 1
+
+
+def _messages(row: dict[str, Any]) -> list[dict[str, str]]:
+    """A kept row's messages as ``render_messages`` gives them (from their contents)."""
+    roles = message_roles(len(row["commands"]))
+    return [{"role": role, "content": text} for role, text in zip(roles, row["messages"], strict=True)]
 
 
 # The kept rows as the WORK frame, built without pa.array over Python objects (which imports
@@ -100,10 +112,10 @@ def _frame(kept: list[dict[str, Any]]) -> pl.DataFrame:
     columns: list[pl.Series] = []
     for name, dtype in polars_schema(WORK).items():
         values = [row[name] for row in kept]
-        if name == "messages":
-            flat = list(chain.from_iterable(values))
+        if name == "messages":  # each row's contents; their roles from its turn count
+            roles = chain.from_iterable(message_roles(len(row["commands"])) for row in kept)
             inner = pa.StructArray.from_arrays(
-                [_strings([m["role"] for m in flat]), _strings([m["content"] for m in flat])],
+                [_strings(list(roles)), _strings(list(chain.from_iterable(values)))],
                 names=["role", "content"],
             )
         elif name in _LIST_OF_STRINGS:
