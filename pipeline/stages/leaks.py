@@ -32,11 +32,10 @@ from pipeline.leaks.benchmark import (
     best_hits,
     gold_patch_hits,
     instance_id_hits,
-    run_texts,
     statement_hits,
 )
 from pipeline.leaks.rules import PRE
-from pipeline.leaks.scan import scan
+from pipeline.leaks.scan import scan_batch
 from pipeline.leaks.solution import pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, empty
@@ -100,11 +99,10 @@ class BenchmarkLeak(Stage):
         if self.index is None:
             counters["benchmark_leak/skipped"] += batch.height
             return StageOutput(batch, empty(DROPS), counters)
-        texts = run_texts(batch)
-        found = scan(texts, self.index.probe)  # one compiled pass: statement n-grams, candidate lines
+        found = scan_batch(batch, self.index.probe)  # one compiled pass: statement n-grams, candidate lines
         hits = [
             instance_id_hits(self.index, found.lines),
-            *gold_patch_hits(self.index, found.lines, texts, batch),
+            *gold_patch_hits(self.index, found.lines, None, batch),
         ]
         if self.index.stmt.height and found.stmt.height:
             hits.append(statement_hits(self.index, found.stmt))
