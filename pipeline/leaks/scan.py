@@ -138,15 +138,25 @@ def _scan_part(
             c, step, stop = _word_char(data, i - 1, end)
             i += step - 1
             key_hit = key_hit or (want_gold and c != 0)  # a token that is no run: keep the line
-        if c >= 48:  # a word byte (lowercased): the hot path
-            w = (w << _S8) | np.uint64(c)
-            k += 1
-            if k == 8:
-                h, w, k = _mix(h, w), np.uint64(0), 0
+        if c >= 48:  # a word byte (lowercased): the hot path, the token's bytes read in one inner loop
             in_tok = True
-            us = c == 95
-            uu = uu or (us and prev_us)
-            prev_us = us
+            while True:
+                w = (w << _S8) | np.uint64(c)
+                k += 1
+                if k == 8:
+                    h, w, k = _mix(h, w), np.uint64(0), 0
+                if c == 95:
+                    uu = uu or prev_us
+                    prev_us = True
+                else:
+                    prev_us = False
+                if stop or i >= end:
+                    break
+                nxt = _CLS[data[i]]
+                if nxt < 48:  # not read: the outer loop reads it again (a special byte, the token's end)
+                    break
+                c = nxt
+                i += 1
             if not stop:
                 continue
         else:
@@ -179,6 +189,8 @@ def _scan_part(
                 else:
                     key_hit = True
         if c != _NL:
+            while i < end and _CLS[data[i]] == _OTHER:  # the separators that follow change nothing
+                i += 1
             continue
         # the line ended before byte i - 1 (its line break, or the end of the part)
         stop_at = i - 1
