@@ -36,7 +36,7 @@ from pipeline.leaks.benchmark import (
 )
 from pipeline.leaks.rules import PRE
 from pipeline.leaks.scan import scan_batch
-from pipeline.leaks.solution import pre_mask, prefilters, scan_run
+from pipeline.leaks.solution import LazyTexts, pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, empty
 
@@ -64,11 +64,12 @@ class SolutionLeak(Stage):
         reasons = [""] * batch.height
         details = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
-        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "outputs", "returncodes"]
+        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "returncodes"]
         idx = cand.arg_true().to_list()
         rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
-        for i, row, fl in zip(idx, rows, flags[idx].iter_rows(named=True), strict=True):
-            v = scan_run(row, fl["maybe"], fl["bracket"])
+        outputs = LazyTexts.per_run(batch.get_column("outputs")[idx])  # converted when read
+        for i, row, texts, fl in zip(idx, rows, outputs, flags[idx].iter_rows(named=True), strict=True):
+            v = scan_run({**row, "outputs": texts}, fl["maybe"], fl["bracket"], fl["bug"])
             if v.kind:
                 drop[i], reasons[i], details[i] = True, v.kind, v.detail
             else:
