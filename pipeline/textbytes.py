@@ -20,3 +20,24 @@ def utf8_buffers(texts: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[n
     off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
     return data[off[0] : off[-1]], off - off[0]
+
+
+def list_buffers(
+    lists: pl.Series,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The UTF-8 bytes of every text of a list-of-strings column, their offsets, and the list offsets
+    (list ``k`` holds texts ``lists_off[k]:lists_off[k + 1]``; a null list or text is empty); no join.
+
+    ``data[off[j]:off[j + 1]]`` is text ``j``; ``off[0] == 0``.
+    """
+    arr = lists.rechunk().to_arrow()
+    if arr.null_count or arr.values.null_count:  # Arrow leaves a null's range unspecified: make it empty
+        arr = lists.fill_null([]).list.eval(pl.element().fill_null("")).rechunk().to_arrow()
+    if arr.type != pa.large_list(pa.large_string()):
+        arr = arr.cast(pa.large_list(pa.large_string()))
+    lists_off = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    values = arr.values  # every text of the array, those of null lists included (an empty range)
+    bufs = values.buffers()
+    off = np.frombuffer(bufs[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
+    return data[off[0] : off[-1]], off - off[0], lists_off

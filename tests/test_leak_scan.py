@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from pipeline.core.config import Config
 from pipeline.core.context import reference_cache
 from pipeline.dedup.hashing import LINE_SEED
-from pipeline.leaks.benchmark import STATEMENT_NGRAM, BenchmarkIndex
+from pipeline.leaks.benchmark import STATEMENT_NGRAM, BenchmarkIndex, run_texts
 from pipeline.leaks.ngrams import gram_hashes, gram_starts, hash_strings, token_hashes, token_hashes_regex
-from pipeline.leaks.scan import GOLD_LINE, ID_LINE, PARTS, PLUS_LINE, scan
+from pipeline.leaks.scan import GOLD_LINE, ID_LINE, PARTS, PLUS_LINE, scan, scan_batch
 from pipeline.leaks.text import norm_lines_expr
 from pipeline.orchestration.process import load_context
 from pipeline.reference.benchmarks import tables_key
@@ -210,6 +210,86 @@ def test_a_line_holding_a_key_run_but_another_last_run_is_no_gold_candidate() ->
     texts = pl.DataFrame({"task": [""], "actions": ["\n".join(lines)], "outputs": [""]})
     got = {x: f for x, f in scan(texts, index.probe).lines.select("x", "flag").iter_rows()}
     assert {x for x, f in got.items() if f & GOLD_LINE} == {lines[0], lines[2]}
+
+
+# ---- scan_batch: the batch's list columns read as they are, not joined ------------------------------
+
+_MESSAGE = pl.Struct({"role": pl.Utf8, "content": pl.Utf8})
+_ROLES = ["system", "user", "assistant", "assistant", "tool"]
+
+
+@st.composite
+def _texts(draw: st.DrawFn) -> list[str | None] | None:
+    """A list column's value: null, empty, or texts (null, empty, gold-like lines, statement words)."""
+    if draw(st.integers(0, 7)) == 0:
+        return None
+    pool = st.one_of(
+        st.none(),
+        st.just(""),
+        raw_lines(),
+        st.builds(" ".join, st.lists(st.sampled_from(WORDS), max_size=12)),
+    )
+    return draw(
+        st.lists(
+            st.builds(
+                lambda xs: "\n".join(x for x in xs if x is not None) if xs else None,
+                st.lists(pool, max_size=4),
+            ),
+            max_size=4,
+        )
+    )
+
+
+@st.composite
+def work_batches(draw: st.DrawFn) -> pl.DataFrame:
+    rows = []
+    for _ in range(draw(st.integers(1, 4))):
+        texts = draw(_texts()) or []
+        messages = [{"role": draw(st.sampled_from(_ROLES)), "content": x} for x in texts]
+        rows.append(
+            {
+                "messages": None if draw(st.integers(0, 9)) == 0 else messages,
+                "commands": draw(_texts()),
+                "outputs": draw(_texts()),
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={"messages": pl.List(_MESSAGE), "commands": pl.List(pl.Utf8), "outputs": pl.List(pl.Utf8)},
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(work_batches(), st.integers(0, 3))
+def test_scan_batch_equals_the_scan_of_the_joined_run_texts(batch: pl.DataFrame, cut: int) -> None:
+    """Reading the messages, commands and outputs as lists (each text ending a line) finds what the scan
+    of ``run_texts`` (the lists joined by line breaks) finds: the same n-grams and candidate lines, in the
+    same order; also on a slice of the batch (Arrow offsets not starting at 0)."""
+    patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n" + "".join(f"+{x}\n" for x in GOLD_LINES)
+    index = _index(
+        [" ".join(WORDS) * 2, "alpha bravo charlie delta_9 echo fox golf alpha bravo charlie"], [patch, ""]
+    )
+    for part in (batch, batch[cut:]):
+        got, want = scan_batch(part, index.probe), scan(run_texts(part), index.probe)
+        assert got.stmt.equals(want.stmt)
+        assert got.lines.equals(want.lines)
+
+
+def test_scan_batch_on_real_runs() -> None:
+    from tests.builders import run_row, work_frame
+
+    inst = pl.read_ndjson(BENCH / "swebench_verified.jsonl").row(0, named=True)
+    batch = work_frame(
+        [
+            run_row(["git show HEAD~1", "ls"], [inst["patch"], "a__b-1\n"], instance_id="acme__w-1"),
+            run_row(["cat x"], [inst["problem_statement"]], instance_id="acme__w-2"),
+        ]
+    )
+    tables = pl.read_ndjson(BENCH / "swebench_verified.jsonl").head(50)
+    index = BenchmarkIndex.build(tables.with_columns(benchmark=pl.lit("swebench_verified")))
+    got, want = scan_batch(batch, index.probe), scan(run_texts(batch), index.probe)
+    assert got.lines.height and got.stmt.height
+    assert got.stmt.equals(want.stmt) and got.lines.equals(want.lines)
 
 
 # ---- the index, built once per content of the benchmark tables and memory-mapped after -------------

@@ -297,11 +297,15 @@ def instance_id_hits(index: BenchmarkIndex, lines: pl.DataFrame) -> pl.DataFrame
 
 
 def gold_patch_hits(
-    index: BenchmarkIndex, lines: pl.DataFrame, texts: pl.DataFrame, batch: pl.DataFrame | None = None
+    index: BenchmarkIndex,
+    lines: pl.DataFrame,
+    texts: pl.DataFrame | None,
+    batch: pl.DataFrame | None = None,
 ) -> list[pl.DataFrame]:
     """Gold patch added lines: diff additions anywhere, or verbatim in the agent's own actions.
     Only the scan's ``GOLD_LINE`` candidates (``+`` lines of task and outputs, lines of the actions
-    that may be a gold line) are normalised."""
+    that may be a gold line) are normalised. ``texts`` (:func:`run_texts` of ``batch``) is read for
+    a few runs only: None reads those runs' texts from ``batch``."""
     normed = (
         lines.filter((pl.col("flag") & GOLD_LINE) != 0)
         .select("doc", "flag", norm_lines_expr(pl.col("x")).alias("x"))
@@ -340,7 +344,7 @@ def gold_patch_hits(
             .unique()
         )
         # few candidates; a path (no whitespace) never spans the "\n" between the parts
-        rows = {d: texts.row(d) for d in cand["doc"].unique().to_list()}
+        rows = _text_rows(cand["doc"].unique().sort().to_list(), texts, batch)
         pairs = [
             (d, i)
             for d, i in cand.iter_rows()
@@ -361,6 +365,16 @@ def gold_patch_hits(
             )
         )
     return hits
+
+
+def _text_rows(
+    docs: list[int], texts: pl.DataFrame | None, batch: pl.DataFrame | None
+) -> dict[int, tuple[str, ...]]:
+    """The (task, actions, outputs) texts of runs ``docs``: rows of ``texts``, else joined from ``batch``."""
+    if texts is not None:
+        return {d: texts.row(d) for d in docs}
+    assert batch is not None, "gold_patch_hits needs the texts or the batch"
+    return dict(zip(docs, run_texts(batch[docs]).iter_rows(), strict=True))
 
 
 def _known(known: U64, h: U64) -> npt.NDArray[np.bool_]:

@@ -13,6 +13,7 @@ fetch/pull/clone``: git's own transfer output). Confirmation from what the run *
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pipeline.leaks.rules import RELATIVE, Task, git_parts, refs_of
 from pipeline.leaks.text import containment, has_run, line_set, obs_lines
@@ -55,7 +56,7 @@ def own_fix_seen(task: Task, output: str) -> bool:
     return seen > 0 and seen / total >= OWN_DIFF_CONTAINMENT
 
 
-def own_final_diff(commands: list[str], outputs: list[str]) -> str:
+def own_final_diff(commands: list[str], outputs: Sequence[str | None]) -> str:
     """The run's own final diff: the submission's output, else the last plain ``git diff`` it printed."""
     if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
         sub = outputs[len(commands) - 1] or ""

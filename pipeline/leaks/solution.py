@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import overload
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
 from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, make_task, maybe_attempt
@@ -34,32 +35,42 @@ class Verdict:
 
 
 def scan_run(
-    row: dict[str, object], maybe: list[bool] | None = None, bracket: list[bool] | None = None
+    row: dict[str, object],
+    maybe: list[bool] | None = None,
+    bracket: list[bool] | None = None,
+    bug: list[bool] | None = None,
 ) -> Verdict:
     """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs).
 
-    ``maybe`` (per command, :func:`maybe_attempt`) and ``bracket`` (per output, a line starts with
-    ``[``) are the batch's vectorised pre-filters; computed here when not given.
+    ``maybe`` (per command, :func:`maybe_attempt`), ``bracket`` (per output, it may hold an
+    ``OWN_COMMIT`` line) and ``bug`` (per output, it may hold a ``BUG_SUBJECT`` line) are the batch's
+    vectorised pre-filters (:func:`prefilters`: necessary conditions, so an output they rule out is
+    never read); computed here when not given.
     """
     task = make_task(row)
     commands: list[str] = list(row.get("commands") or [])  # type: ignore[call-overload]
-    outputs: list[str] = list(row.get("outputs") or [])  # type: ignore[call-overload]
+    # a list, or a LazyTexts: each output is read on first use (most are never looked at)
+    outputs: Sequence[str | None] = row.get("outputs") or []  # type: ignore[assignment]
     rcs: list[int | None] = list(row.get("returncodes") or [])  # type: ignore[call-overload]
     own_read = False  # task.submitted and task.own_blocks, read at the first attempt (most runs have none)
     verdict = Verdict()
     written: list[str] = []  # raw; whitespace-collapsed into task.written only when a rule needs it
     later = _RunWrites(commands, outputs)
     for i, cmd in enumerate(commands):
-        out = (outputs[i] if i < len(outputs) else "") or ""
-        rc = rcs[i] if i < len(rcs) else None
         if not cmd or SUBMIT_MARK in cmd:
             continue
+        rc = rcs[i] if i < len(rcs) else None
+        out: str | None = None  # outputs[i], read when a rule needs it
         written.append(cmd)
         may = maybe[i] if maybe is not None else maybe_attempt(cmd)
         for seg in split_command(cmd) if may else ():
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
-            if kind is None and not (is_git and BUG_SUBJECT.search(out)):
+            if kind is None and not (is_git and (bug is None or i >= len(bug) or bug[i])):
+                continue
+            if out is None:
+                out = output_at(outputs, i)
+            if kind is None and not BUG_SUBJECT.search(out):
                 continue
             if not own_read:
                 read_own_diff(task, commands, outputs)
@@ -76,13 +87,56 @@ def scan_run(
                 verdict.detail = write_detail(i, match, cmd)
                 return verdict
             verdict.attempts.add(final)
-        # OWN_COMMIT needs a line starting with "[": skip its (slow, line-anchored) scan elsewhere
-        if bracket[i] if bracket is not None and i < len(bracket) else (out.startswith("[") or "\n[" in out):
+        # OWN_COMMIT: the (slow, line-anchored) Python scan only where the Rust twin matched
+        if bracket is not None and i < len(bracket):
+            if bracket[i]:
+                task.own_shas.update(OWN_COMMIT.findall(output_at(outputs, i) if out is None else out))
+            continue
+        out = output_at(outputs, i) if out is None else out
+        if out.startswith("[") or "\n[" in out:
             task.own_shas.update(OWN_COMMIT.findall(out))
     return verdict
 
 
-def read_own_diff(task: Task, commands: list[str], outputs: list[str]) -> None:
+def output_at(outputs: Sequence[str | None], i: int) -> str:
+    """The output of command ``i`` ("" when missing or null)."""
+    return (outputs[i] if i < len(outputs) else "") or ""
+
+
+class LazyTexts(Sequence[str | None]):
+    """One run's texts of a list-of-strings column, each converted to a Python string on first use
+    (``iter_rows`` would convert every output of every run: most are never looked at)."""
+
+    def __init__(self, texts: pa.Array | None) -> None:
+        self.texts = texts
+        self.cache: dict[int, str | None] = {}
+
+    @classmethod
+    def per_run(cls, column: pl.Series) -> list[LazyTexts]:
+        """One :class:`LazyTexts` per row of ``column`` (a null list is empty); Arrow string views, no copy."""
+        lists = column.rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
+        return [cls(lists[r].values) for r in range(len(lists))]
+
+    def __len__(self) -> int:
+        return 0 if self.texts is None else len(self.texts)
+
+    @overload
+    def __getitem__(self, k: int) -> str | None: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[str | None]: ...
+    def __getitem__(self, k: int | slice) -> str | list[str | None] | None:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(k)
+        k %= n
+        if k not in self.cache:
+            self.cache[k] = self.texts[k].as_py()  # type: ignore[index]
+        return self.cache[k]
+
+
+def read_own_diff(task: Task, commands: list[str], outputs: Sequence[str | None]) -> None:
     """Set what confirmation compares an observation with (only it reads them): the run's own final
     added lines (``task.submitted``) and its final diff as post-image windows (``task.own_blocks``)."""
     if commands and SUBMIT_MARK in commands[-1] and len(outputs) >= len(commands):
@@ -94,7 +148,7 @@ class _Printed(Sequence[list[str]]):
     """The normalised lines of each observation (diffs as post-images), computed on first use: most
     observations are never looked at."""
 
-    def __init__(self, outputs: list[str], upto: int) -> None:
+    def __init__(self, outputs: Sequence[str | None], upto: int) -> None:
         self.outputs, self.upto = outputs, upto
         self.cache: dict[int, list[str]] = {}
 
@@ -122,7 +176,7 @@ _MAYBE_WRITE = re.compile(r">|\btee\b|\bsed\b|python|\bpatch\b|\bapply\b")
 class _RunWrites:
     """A run's writes after its first attempt, read once, only when the run has an attempt (most have none)."""
 
-    def __init__(self, commands: list[str], outputs: list[str]) -> None:
+    def __init__(self, commands: list[str], outputs: Sequence[str | None]) -> None:
         self.commands, self.outputs = commands, outputs
         self.writes: list[Write] | None = None
         self.flat: dict[int, str] = {}  # turn -> its output, whitespace collapsed
@@ -201,13 +255,24 @@ def pre_mask(batch: pl.DataFrame, pattern: str) -> pl.Series:
     )["m"]
 
 
+# Rust twins of OWN_COMMIT and BUG_SUBJECT that match wherever the Python pattern does: the same
+# pattern (Rust's \s is a subset of Python's, so its [^\]\s] matches more), and the literal words
+# every BUG_SUBJECT line holds.
+OWN_COMMIT_RS = OWN_COMMIT.pattern
+BUG_SUBJECT_RS = r"Bug Patch|Remove F2P Tests"
+
+
 def prefilters(batch: pl.DataFrame) -> pl.DataFrame:
-    """Per command :func:`maybe_attempt` and per output "a line starts with ``[``", in Rust over the batch."""
+    """Per command :func:`maybe_attempt`, per output "may hold an OWN_COMMIT line" and "may hold a
+    BUG_SUBJECT line", in Rust over the batch."""
     return batch.select(
         pl.col("commands")
         .list.eval(
             pl.element().str.replace_all(r"['\"\\]", "").str.contains(MAYBE_ATTEMPT.pattern).fill_null(False)
         )
         .alias("maybe"),
-        pl.col("outputs").list.eval(pl.element().str.contains(r"(?m)^\[").fill_null(False)).alias("bracket"),
+        pl.col("outputs")
+        .list.eval(pl.element().str.contains(OWN_COMMIT_RS).fill_null(False))
+        .alias("bracket"),
+        pl.col("outputs").list.eval(pl.element().str.contains(BUG_SUBJECT_RS).fill_null(False)).alias("bug"),
     )

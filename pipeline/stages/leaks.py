@@ -32,12 +32,11 @@ from pipeline.leaks.benchmark import (
     best_hits,
     gold_patch_hits,
     instance_id_hits,
-    run_texts,
     statement_hits,
 )
 from pipeline.leaks.rules import PRE
-from pipeline.leaks.scan import scan
-from pipeline.leaks.solution import pre_mask, prefilters, scan_run
+from pipeline.leaks.scan import scan_batch
+from pipeline.leaks.solution import LazyTexts, pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
 from schemas.run import DROPS, empty
 
@@ -65,11 +64,12 @@ class SolutionLeak(Stage):
         reasons = [""] * batch.height
         details = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
-        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "outputs", "returncodes"]
+        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "returncodes"]
         idx = cand.arg_true().to_list()
         rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
-        for i, row, fl in zip(idx, rows, flags[idx].iter_rows(named=True), strict=True):
-            v = scan_run(row, fl["maybe"], fl["bracket"])
+        outputs = LazyTexts.per_run(batch.get_column("outputs")[idx])  # converted when read
+        for i, row, texts, fl in zip(idx, rows, outputs, flags[idx].iter_rows(named=True), strict=True):
+            v = scan_run({**row, "outputs": texts}, fl["maybe"], fl["bracket"], fl["bug"])
             if v.kind:
                 drop[i], reasons[i], details[i] = True, v.kind, v.detail
             else:
@@ -100,11 +100,10 @@ class BenchmarkLeak(Stage):
         if self.index is None:
             counters["benchmark_leak/skipped"] += batch.height
             return StageOutput(batch, empty(DROPS), counters)
-        texts = run_texts(batch)
-        found = scan(texts, self.index.probe)  # one compiled pass: statement n-grams, candidate lines
+        found = scan_batch(batch, self.index.probe)  # one compiled pass: statement n-grams, candidate lines
         hits = [
             instance_id_hits(self.index, found.lines),
-            *gold_patch_hits(self.index, found.lines, texts, batch),
+            *gold_patch_hits(self.index, found.lines, None, batch),
         ]
         if self.index.stmt.height and found.stmt.height:
             hits.append(statement_hits(self.index, found.stmt))
