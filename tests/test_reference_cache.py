@@ -193,3 +193,30 @@ def test_concurrent_processes_build_an_entry_once(tmp_path: Path) -> None:
     assert len(builds) == 1 and got == [tmp_path / "k-1"] * 4
     assert ref_cache.sealed(tmp_path / "k-1")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["k-1"]
+
+
+def test_only_the_entries_used_last_are_kept_per_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every code version and table set makes new entries: a build prunes its kind to the KEEP used
+    last (an older format version counts as the same kind), other kinds untouched."""
+    monkeypatch.setattr(ref_cache, "KEEP", 2)
+
+    def build(folder: Path) -> None:
+        (folder / "data.bin").write_bytes(folder.name.encode())
+
+    def use(key: str) -> None:
+        ref_cache.cached_dir(tmp_path, key, build)
+        time.sleep(0.05)  # past the file system's timestamp granularity
+
+    for key in ("leak-index-v2-a", "leak-index-v3-b", "tables-a", "leak-index-v3-c"):
+        use(key)
+    assert {p.name for p in entries_in(tmp_path)} == {"leak-index-v3-b", "leak-index-v3-c", "tables-a"}
+    use("leak-index-v3-b")  # used again: now the most recent
+    use("leak-index-v3-d")
+    assert {p.name for p in entries_in(tmp_path)} == {"leak-index-v3-b", "leak-index-v3-d", "tables-a"}
+    assert all(ref_cache.sealed(p) for p in entries_in(tmp_path))
+
+
+def entries_in(root: Path) -> list[Path]:
+    return [p for p in root.iterdir() if not p.name.startswith(".")]

@@ -7,13 +7,15 @@ builds an entry under a lock into a temp folder, seals it with a manifest (the s
 written last, and renames it into place; every later process (workers, later runs, other work dirs)
 checks the manifest and memory-maps the files. An entry that fails the check (truncated, bit-flipped,
 files missing or added) is rebuilt; a cache that cannot be written is skipped (the caller builds in
-memory).
+memory). Of each kind, only the :data:`KEEP` entries used last are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -25,6 +27,9 @@ from pipeline.io.fileio import file_sha256, move_dir
 
 CACHE_ENV = "TRAJPIPE_CACHE"
 MANIFEST = "MANIFEST.json"
+# entries kept per kind (``tables``, ``leak-index``, ``catalog-keys``), the most recently used: every
+# code version and table set makes new ones, and a cache shared by every work dir would only grow
+KEEP = 4
 
 
 def default_cache_dir() -> Path | None:
@@ -52,6 +57,7 @@ def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
     Content-keyed, so a sealed folder is never stale; OSError when ``root`` cannot be written."""
     final = root / key
     if sealed(final):
+        _touch(final)
         return final
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{key}.lock", "w") as lock:
@@ -66,6 +72,7 @@ def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
+            _prune(root, key)
     return final
 
 
@@ -87,6 +94,36 @@ def _seal(folder: Path) -> None:
     """Write the manifest of ``folder``'s files (last: an entry without one is unfinished)."""
     files = {p.name: file_sha256(p) for p in sorted(folder.iterdir())}
     (folder / MANIFEST).write_bytes(orjson.dumps(files, option=orjson.OPT_SORT_KEYS))
+
+
+def _touch(folder: Path) -> None:
+    """Record a use (the manifest's mtime): pruning keeps the entries used last."""
+    with contextlib.suppress(OSError):  # a read-only cache is used as it is
+        os.utime(folder / MANIFEST)
+
+
+def _prune(root: Path, key: str) -> None:
+    """Remove all but the :data:`KEEP` most recently used entries of ``key``'s kind. A process still
+    reading a removed entry keeps its open and mapped files; one about to open it finds it gone, and
+    the caller builds in memory (OSError)."""
+    kind = _kind(key)
+
+    def last_use(entry: Path) -> float:
+        try:
+            return (entry / MANIFEST).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    same = [p for p in root.iterdir() if not p.name.startswith(".") and _kind(p.name) == kind]
+    for old in sorted(same, key=last_use, reverse=True)[KEEP:]:
+        with contextlib.suppress(OSError):
+            _remove(old)
+
+
+def _kind(key: str) -> str:
+    """``leak-index-v3-<content key>`` -> ``leak-index``: the name without its content key and format
+    version (entries of an older format are pruned like older content)."""
+    return re.sub(r"-v\d+$", "", key.rsplit("-", 1)[0])
 
 
 def _remove(path: Path) -> None:
