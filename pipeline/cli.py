@@ -203,6 +203,14 @@ def run(
     workdir: Annotated[
         str | None, typer.Option(metavar="DIR", help="work dir: state, ledger, publish [default: data]")
     ] = None,
+    cache_dir: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="cache of what is derived from the benchmark tables and the catalog, shared by work dirs "
+            "[default: $TRAJPIPE_CACHE, else $XDG_CACHE_HOME/trajpipe, else ~/.cache/trajpipe]",
+        ),
+    ] = None,
     executor: Annotated[
         str | None, typer.Option(metavar="local|ray", help="local or ray [default: local]")
     ] = None,
@@ -240,6 +248,7 @@ def run(
             benchmarks=benchmarks,
             no_benchmarks=no_benchmarks or None,
             workdir=workdir,
+            cache_dir=cache_dir,
             executor=executor,
             workers=workers,
             ray_address=ray_address,

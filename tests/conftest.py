@@ -1,4 +1,5 @@
-"""Shared test set-up: offline Hub tripwire, quiet mini-swe-agent, the vendored fixture folders."""
+"""Shared test set-up: offline Hub tripwire, quiet mini-swe-agent, a private reference cache per test,
+the vendored fixture folders."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # tripwire: no test may reach the Hub
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
 os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="mswea-"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# no test may use the user's reference cache (~/.cache/trajpipe): each test gets its own (below)
+os.environ["TRAJPIPE_CACHE"] = tempfile.mkdtemp(prefix="trajpipe-cache-")
 
 settings.register_profile("ci", max_examples=100, deadline=None)
 settings.load_profile("ci")
@@ -42,3 +45,10 @@ def _hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(autouse=True)
+def _own_reference_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test its own empty reference cache (as each had its own work dir's before the cache was
+    shared): a test never sees another's entries, and child processes inherit it."""
+    monkeypatch.setenv("TRAJPIPE_CACHE", str(tmp_path_factory.mktemp("trajpipe-cache")))

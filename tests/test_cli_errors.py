@@ -99,7 +99,8 @@ CASES: list[tuple[list[str], int, str]] = [
         [*RUN, "--no-benchmarks", "--config", "{t}/topkey.toml"],
         2,
         "error: config key 'workerz': unknown (known: "
-        "affine, affine_base_url, benchmarks, catalog, dedup, executor, limits, no_benchmarks, ray_address, swelego, "
+        "affine, affine_base_url, benchmarks, cache_dir, catalog, dedup, executor, limits, no_benchmarks, ray_address, "
+        "swelego, "
         "workdir, workers)",
     ),
     (

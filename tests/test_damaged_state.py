@@ -268,8 +268,8 @@ def test_disk_full_is_one_clear_line_and_the_next_run_is_correct(
 
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> None:
-    """The catalog's dedup keys are a cache with a sha256 beside them: damaged, they are computed
-    again from the catalog, and the decisions are those of an undamaged work dir."""
+    """The catalog's dedup keys are a reference cache entry sealed by a sha256 manifest: damaged, they
+    are computed again from the catalog, and the decisions are those of an undamaged cache."""
     from pipeline.core.config import Config
     from pipeline.orchestration.runner import run_pipeline
 
@@ -289,12 +289,13 @@ def test_damaged_catalog_key_cache_is_recomputed(how: str, tmp_path: Path) -> No
             no_benchmarks=True,
             workers=1,
             catalog=str(tmp_path / "catalog"),
+            cache_dir=str(tmp_path / f"cache-{name}"),
         )
         for name in ("clean", "damaged")
     ]
     for cfg in cfgs:
         run_pipeline(cfg)
-    DAMAGE[how](next((tmp_path / "damaged" / "state" / "catalog").glob("*.parquet")))
+    DAMAGE[how](next((tmp_path / "cache-damaged" / "reference").glob("catalog-keys-*/keys.parquet")))
     add_epoch(second, 6, [[distinct(1) | {"rollout_id": "third"}, distinct(4)]], keep=shards)
     for cfg in cfgs:
         assert run_pipeline(cfg).stats["drops"] == {"traj_dedup/exact": 2}

@@ -343,7 +343,7 @@ def test_changed_tables_get_a_new_index_and_an_unwritable_cache_builds_in_memory
     assert tables_key(tables) != key
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder would be")
-    ctx = load_context(Config(benchmarks=str(tables), workdir=str(blocked)))
+    ctx = load_context(Config(benchmarks=str(tables), workdir=str(tmp_path / "w"), cache_dir=str(blocked)))
     assert ctx.benchmarks is not None and "acme__widget-7" in ctx.benchmarks["instance_id"].to_list()
     out = BenchmarkLeak(ctx)(_leak_rows())
     assert sorted(out.dropped["reason"].to_list()) == ["gold_patch", "instance_id", "problem_statement"]

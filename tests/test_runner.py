@@ -221,16 +221,17 @@ def test_runs_already_in_the_catalog_are_duplicates_and_their_keys_are_cached(tm
         no_benchmarks=True,
         workers=1,
         catalog=str(tmp_path / "catalog"),
+        cache_dir=str(tmp_path / "cache"),
     )
     stats = run_pipeline(cfg).stats
     assert stats["drops"] == {"traj_dedup/exact": 1}
     drops = pl.read_parquet(work_b / "ledger" / "drops.parquet")
     assert drops["detail"][0].startswith("kept=catalog:")
-    cached = list((work_b / "state" / "catalog").glob("*.parquet"))
+    cached = list((tmp_path / "cache" / "reference").glob("catalog-keys-*/keys.parquet"))
     assert len(cached) == 1
     add_epoch(second, 6, [[distinct(4)]], keep=shards)
     run_pipeline(cfg)
-    assert list((work_b / "state" / "catalog").glob("*.parquet")) == cached  # reused, not recomputed
+    assert list((tmp_path / "cache" / "reference").glob("catalog-keys-*/keys.parquet")) == cached
 
 
 def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(

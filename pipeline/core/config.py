@@ -150,6 +150,10 @@ class Config:
     ray_address: str | None = None
     limits: Limits = field(default_factory=Limits)
     dedup: DedupParams = field(default_factory=DedupParams)
+    # the user-level cache of what is derived from the reference inputs, shared by every work dir
+    # (pipeline/reference/cache.py; None: $TRAJPIPE_CACHE, else $XDG_CACHE_HOME/trajpipe, else
+    # ~/.cache/trajpipe). Its entries are keyed by content, so it is not part of the stage hash.
+    cache_dir: str | None = None
     # content fingerprint of the reference inputs (benchmark tables, catalog tasks), set by the
     # driver: cached stage outputs depend on them, so they are part of the stage hash
     references: str = ""

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.config import Config
+from pipeline.reference.cache import reference_dir
 
 
 @dataclass
@@ -24,6 +25,8 @@ class Context:
     cache: Path | None = None
 
 
-def reference_cache(config: Config) -> Path:
-    """Where the reference tables and their indexes are cached by content: the work dir's state."""
-    return Path(config.workdir) / "state" / "reference"
+def reference_cache(config: Config) -> Path | None:
+    """Where the reference tables, their indexes and the catalog's keys are cached by content: the
+    user-level cache (``config.cache_dir``, else ``$TRAJPIPE_CACHE``, ``$XDG_CACHE_HOME/trajpipe``,
+    ``~/.cache/trajpipe``), shared by every work dir; None when there is no home to put it in."""
+    return reference_dir(config.cache_dir)

@@ -44,7 +44,7 @@ from pipeline.leaks.ngrams import (
 )
 from pipeline.leaks.scan import GOLD_LINE, ID_LINE, KEY_WORDS, NEVER, PLUS_LINE, STMT_WORDS, ScanIndex
 from pipeline.leaks.text import diff_side, norm_line, norm_lines_expr
-from pipeline.reference.benchmarks import cached_dir
+from pipeline.reference.cache import cached_dir
 
 GOLD_MIN_LINES = 3
 GOLD_CONTAINMENT = 0.5
@@ -87,17 +87,19 @@ class BenchmarkIndex:
     @classmethod
     def cached(cls, benchmarks: pl.DataFrame, cache: Path | None, key: str) -> BenchmarkIndex:
         """The index of ``benchmarks`` (whose table files have content key ``key``): built once per
-        content into ``cache`` and memory-mapped by every process after (workers, later runs); built in
-        memory when there is no cache or key, or the cache cannot be written."""
+        content into ``cache`` (the user-level reference cache) and memory-mapped by every process
+        after (workers, later runs, other work dirs); built in memory when there is no cache or key,
+        or the cache cannot be written."""
         if cache is None or not key:
             return cls.build(benchmarks)
         try:
-            where = cached_dir(
-                cache, f"leak-index-{_INDEX_VERSION}-{key}", lambda tmp: cls.build(benchmarks).save(tmp)
+            return cls.load(
+                cached_dir(
+                    cache, f"leak-index-{_INDEX_VERSION}-{key}", lambda tmp: cls.build(benchmarks).save(tmp)
+                )
             )
         except OSError:
             return cls.build(benchmarks)
-        return cls.load(where)
 
     def save(self, folder: Path) -> None:
         """Write the index as memory-mappable files (Arrow IPC frames, .npy arrays, a JSON rest)."""

@@ -158,7 +158,7 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
             if old.height:
                 parts.append(add_dedup_keys(old, config.dedup).select("source_uid", "exact_hash", "minhash"))
     if config.catalog:
-        parts.append(catalog_keys(state, config, scheme))
+        parts.append(catalog_keys(config, scheme))
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(
@@ -167,10 +167,13 @@ def held_runs(state: State, config: Config) -> pl.DataFrame:
     return pl.concat(parts, how="vertical_relaxed")
 
 
-def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
+def catalog_keys(config: Config, scheme: str) -> pl.DataFrame:
     """Dedup keys of the catalog's runs, computed once per catalog content and signature scheme
-    (a catalog of earlier datasets can be large; its keys are cached in the state)."""
+    (a catalog of earlier datasets can be large; its keys are kept in the user-level reference
+    cache, shared by every work dir, and computed in memory when that cannot be written)."""
+    from pipeline.core.context import reference_cache
     from pipeline.dedup.keys import add_dedup_keys
+    from pipeline.reference.cache import cached_dir
 
     runs_dir = Path(config.catalog or "") / "runs"
     files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
@@ -179,23 +182,28 @@ def catalog_keys(state: State, config: Config, scheme: str) -> pl.DataFrame:
     )
     if not files:
         return empty_keys
+
+    def compute() -> pl.DataFrame:
+        cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+        if not cat.height:
+            return empty_keys
+        return add_dedup_keys(cat, config.dedup).select(
+            ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash"
+        )
+
+    def build(tmp: Path) -> None:
+        (tmp / "keys.parquet").write_bytes(parquet_bytes(compute().to_arrow()))
+
     fingerprint = hashlib.sha256(
         "\n".join([scheme, *(f"{f.relative_to(runs_dir)}:{file_sha256(f)}" for f in files)]).encode()
     ).hexdigest()[:24]
-    cached = state.root / "catalog" / f"{fingerprint}.parquet"
-    check = cached.with_suffix(".sha256")  # written after the keys: a damaged cache is recomputed
-    if cached.exists() and check.exists() and check.read_text().strip() == file_sha256(cached):
-        return pl.read_parquet(cached)
-    keys = empty_keys
-    cat = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
-    if cat.height:
-        keys = add_dedup_keys(cat, config.dedup).select(
-            ("catalog:" + pl.col("source_uid").cast(pl.Utf8)).alias("source_uid"), "exact_hash", "minhash"
-        )
-    data = parquet_bytes(keys.to_arrow())
-    atomic_write_bytes(cached, data)
-    atomic_write_bytes(check, hashlib.sha256(data).hexdigest().encode())
-    return keys
+    cache = reference_cache(config)
+    if cache is None:
+        return compute()
+    try:
+        return pl.read_parquet(cached_dir(cache, f"catalog-keys-{fingerprint}", build) / "keys.parquet")
+    except OSError:  # a cache that cannot be written
+        return compute()
 
 
 def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | None = None) -> RunSummary:

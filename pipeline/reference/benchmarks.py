@@ -8,12 +8,9 @@ per commit hash and the task-dedup stage matches all of them by repo + commit.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import re
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +18,8 @@ from typing import Any, Protocol
 import polars as pl
 
 from pipeline.core.config import code_fingerprint
-from pipeline.io.fileio import atomic_path, file_sha256, move_dir
+from pipeline.io.fileio import atomic_path, file_sha256
+from pipeline.reference.cache import cached_dir
 
 COLUMNS: list[str] = ["benchmark", "instance_id", "repo", "base_commit", "problem_statement", "patch"]
 
@@ -183,35 +181,10 @@ def tables_key(folder: Path) -> str:
     return h.hexdigest()[:24]
 
 
-def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
-    """``root/key``, a folder ``build`` fills once: the first process builds it (under a lock, into a
-    temp folder renamed into place when complete), every later one finds it. Content-keyed, so a
-    folder is never stale; OSError when ``root`` cannot be written."""
-    final = root / key
-    if (final / _DONE).exists():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not (final / _DONE).exists():
-            tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}."))
-            try:
-                build(tmp)
-                (tmp / _DONE).write_bytes(b"")
-                shutil.rmtree(final, ignore_errors=True)  # a folder some crash left without _DONE
-                move_dir(tmp, final)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-    return final
-
-
-_DONE = "DONE"
-
-
 def load_benchmarks_cached(folder: Path, cache: Path | None) -> tuple[pl.DataFrame, str]:
-    """:func:`load_benchmarks` and the tables' content key; with ``cache``, the table is read once
-    per content into ``cache/<key>/benchmarks.arrow`` and memory-mapped by every later process."""
+    """:func:`load_benchmarks` and the tables' content key; with ``cache`` (the user-level reference
+    cache), the table is read once per content into ``cache/tables-<key>/benchmarks.arrow`` and
+    memory-mapped by every later process and run."""
     key = tables_key(folder)
     if cache is None:
         return load_benchmarks(folder), key
@@ -220,10 +193,9 @@ def load_benchmarks_cached(folder: Path, cache: Path | None) -> tuple[pl.DataFra
         load_benchmarks(folder).write_ipc(tmp / "benchmarks.arrow", compression="uncompressed")
 
     try:
-        where = cached_dir(cache, f"tables-{key}", build)
-    except OSError:  # a read-only work dir: read the tables as they are
+        return pl.read_ipc(cached_dir(cache, f"tables-{key}", build) / "benchmarks.arrow"), key
+    except OSError:  # a cache that cannot be written: read the tables as they are
         return load_benchmarks(folder), key
-    return pl.read_ipc(where / "benchmarks.arrow"), key
 
 
 def table_names(folder: Path, cache: Path | None) -> list[str]:
