@@ -20,6 +20,7 @@ either a whole commit or none; the next run redoes the missing work from the cac
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import fcntl
 import functools
@@ -214,8 +215,8 @@ def read_sealed(path: Path) -> dict[str, Any]:
 # A unit's kept rows (its cache and their held copies) are read only by this package: the driver
 # reads their index columns, and the publisher decodes them once more to write the zstd Parquet
 # shards. They are an Arrow IPC file, one record batch per dataset part, its buffers LZ4-compressed:
-# encoded in 0.74x and read back by the driver in 0.58x the CPU of the LZ4 Parquet they replaced,
-# at 1.02x its bytes (bench/held_format.py; zstd buffers halve the bytes but cost the CPU saved).
+# encoded in 0.74-0.79x and read back by the driver in 0.39-0.58x the CPU of the LZ4 Parquet they
+# replaced, at 1.02x its bytes (bench/held_format.py; zstd buffers halve the bytes but cost the CPU saved).
 # Work dirs written before hold ``kept.parquet`` files: they are read by the same code (the format
 # follows the file name, which the sealed records name).
 KEPT_NAME = "kept.arrow"
@@ -435,7 +436,7 @@ def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
 RowGroupKeys = tuple[str | None, str | None, str | None]
 
 
-class HeldFile:
+class HeldFile(abc.ABC):
     """A file of kept rows (a unit cache or its held copy) as its readers see it: its parts (the
     record batches of an Arrow IPC file, or the row groups of the Parquet file of the format
     before), what each part may hold (``groups``) and a read of some parts' columns. The format
@@ -446,11 +447,11 @@ class HeldFile:
     num_parts: int
 
     @property
-    def groups(self) -> list[RowGroupKeys]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def groups(self) -> list[RowGroupKeys]: ...
 
-    def read(self, parts: list[int], columns: list[str] | None = None) -> pa.Table:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def read(self, parts: list[int], columns: list[str] | None = None) -> pa.Table: ...
 
     def read_all(self, columns: list[str] | None = None) -> pa.Table:
         return self.read(list(range(self.num_parts)), columns)
