@@ -232,6 +232,7 @@ def run(
     from pipeline.core.config import Config, ConfigError
     from pipeline.core.ledger import InvariantError
     from pipeline.core.state import StateDamaged, WorkdirLocked
+    from pipeline.orchestration.process import CodeChanged
     from pipeline.orchestration.progress import Reporter
     from pipeline.orchestration.runner import NoBenchmarks, run_pipeline
     from pipeline.publish.publisher import PublishRefused
@@ -261,7 +262,14 @@ def run(
     previous = signal.signal(signal.SIGINT, _announce_stop)
     try:
         summary = run_pipeline(cfg, rebuild=rebuild, reporter=Reporter(err))
-    except (NoBenchmarks, WorkdirLocked, ManifestError, SourceUnavailable, FileNotFoundError) as exc:
+    except (
+        NoBenchmarks,
+        WorkdirLocked,
+        ManifestError,
+        SourceUnavailable,
+        FileNotFoundError,
+        CodeChanged,
+    ) as exc:
         _fail(str(exc))
     except (InvariantError, StateDamaged, PublishRefused) as exc:
         _fail(str(exc), code=3)

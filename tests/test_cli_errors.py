@@ -379,3 +379,44 @@ def test_an_unreachable_hub_fails_at_the_first_lookup_without_calling_the_hub(
     ):
         res = CliRunner().invoke(app, args)
         assert (res.exit_code, res.stderr.splitlines()) == (2, want)
+
+
+def test_a_worker_whose_code_changed_mid_run_is_refused_in_one_line(
+    build: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code fingerprint is taken per process: a worker that started after trajpipe's sources
+    changed (an upgrade or an edit while a run is going) would cache its unit under a hash the
+    driver never looks at. Simulated here: the stage hash the per-unit work computes differs from
+    the driver's. The run stops with one line, exit 2, and commits nothing."""
+    import pipeline.orchestration.runner as runner
+    from pipeline.core.config import Config
+    from pipeline.orchestration.process import process_unit
+
+    real_hash = Config.stage_hash
+    in_worker = {"now": False}
+
+    def stage_hash(self: Config) -> str:
+        return "0" * 16 if in_worker["now"] else real_hash(self)
+
+    def worker(*args: object) -> object:
+        in_worker["now"] = True
+        try:
+            return process_unit(*args)  # type: ignore[arg-type]
+        finally:
+            in_worker["now"] = False
+
+    monkeypatch.setattr(Config, "stage_hash", stage_hash)
+    monkeypatch.setattr(runner, "process_unit", worker)
+    work = build["t"] / "w-code-changed"
+    res = CliRunner().invoke(
+        app, ["run", "--affine", str(build["c"]), "--workdir", str(work), "--no-benchmarks", "--workers", "1"]
+    )
+    assert (res.exit_code, res.stderr.splitlines()) == (
+        2,
+        [
+            "error: trajpipe's code changed while this run was going (a worker's code fingerprint is not "
+            "the driver's): nothing of this run was committed; run the same command again"
+        ],
+    )
+    assert not list((work / "state" / "commits").glob("*.json"))
+    assert not list((work / "state" / "cache").glob("*/meta.json"))

@@ -136,15 +136,27 @@ def format_counters(raws: list[RawRun], drops: list[pl.DataFrame]) -> Counter[st
     return out
 
 
-def process_unit(unit: Unit, config: Config, workdir: str) -> UnitSummary:
+class CodeChanged(RuntimeError):
+    """A worker's code is not the driver's: trajpipe was upgraded or edited while a run was going."""
+
+
+def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | None = None) -> UnitSummary:
     """Process one unit end to end and cache the result; returns the unit's summary.
 
     Runs stream through in batches of ``limits.batch_runs``: only one batch of raw runs, episodes
-    and rows is in memory at a time, whatever the chunk's size."""
+    and rows is in memory at a time, whatever the chunk's size. ``expected_hash``: the driver's
+    :meth:`Config.stage_hash`. The code fingerprint in it is taken per process, so a worker
+    started after the package's sources changed would cache the unit where the driver never
+    looks; it refuses (:class:`CodeChanged`) instead."""
     from pipeline.dedup.keys import add_dedup_keys
 
     state = State(Path(workdir))
     chash = config.stage_hash()
+    if expected_hash is not None and chash != expected_hash:
+        raise CodeChanged(
+            "trajpipe's code changed while this run was going (a worker's code fingerprint is not the "
+            "driver's): nothing of this run was committed; run the same command again"
+        )
     if state.cached(unit.state_key, chash):
         return UnitSummary(**state.read_unit_meta(unit.state_key, chash), seconds={}, cpu_seconds={})
     _, steps = worker_setup(config)

@@ -264,6 +264,7 @@ def run_pipeline(config: Config, *, rebuild: bool = False, reporter: Reporter | 
                         todo,
                         config,
                         str(workdir),
+                        chash,
                         on_done=on_done,
                     )
                 warm.join()
