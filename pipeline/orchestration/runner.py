@@ -426,7 +426,8 @@ def _decide(
     from pipeline.stages.traj_dedup import TrajDedup
 
     have = loaded or {}
-    units = [have.get(u.state_key) or _load_unit(state, seq, u.state_key, chash) for u in new]
+    # taken out of ``loaded``: a unit's drops must not outlive the ledger made of them
+    units = [have.pop(u.state_key, None) or _load_unit(state, seq, u.state_key, chash) for u in new]
     metas = [lu.meta for lu in units]
     ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
@@ -464,7 +465,10 @@ def _decide(
     ledger = sorted_drops(
         scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed"))
     )
-    drops.clear()  # the ledger holds them now (a chunk of a million bad lines must not be held twice)
+    # the ledger holds them now: a chunk of a million bad lines must not be held twice
+    drops.clear()
+    for lu in units:
+        lu.drops = lu.drops.clear()
 
     # the commit's index: admitted runs unit by unit, by source_uid, each naming its unit's file
     index: list[pl.DataFrame] = []
