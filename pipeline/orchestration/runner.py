@@ -427,7 +427,10 @@ def _decide(
 
     have = loaded or {}
     # taken out of ``loaded``: a unit's drops must not outlive the ledger made of them
-    units = [have.pop(u.state_key, None) or _load_unit(state, seq, u.state_key, chash) for u in new]
+    units = [
+        have.pop(u.state_key) if u.state_key in have else _load_unit(state, seq, u.state_key, chash)
+        for u in new
+    ]
     metas = [lu.meta for lu in units]
     ingested: Counter[IngestKey] = Counter()
     counters: Counter[str] = Counter()
