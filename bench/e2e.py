@@ -391,6 +391,10 @@ def run_child(
     path = [str(tree), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
     refs = cache or workdir.with_name("reference-cache")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TRAJPIPE_CACHE=str(refs))
+    # both trees' bytecode is written by the calibration run and read by every rep, as an installed
+    # package's is (pip compiles it): a PYTHONDONTWRITEBYTECODE=1 shell would otherwise make every
+    # driver and worker compile trajpipe's ~90 modules again (~0.3 CPU-s each)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run(
         [
             sys.executable,

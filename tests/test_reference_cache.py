@@ -220,3 +220,53 @@ def test_only_the_entries_used_last_are_kept_per_kind(
 
 def entries_in(root: Path) -> list[Path]:
     return [p for p in root.iterdir() if not p.name.startswith(".")]
+
+
+def test_pruning_removes_the_lock_files_of_the_entries_it_removes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pruned entry takes its lock file with it, and lock files an older trajpipe left beside
+    entries long gone are swept with their kind; those of kept entries stay."""
+    monkeypatch.setattr(ref_cache, "KEEP", 1)
+    (tmp_path / ".tables-gone.lock").write_text("")  # left by a prune before this fix
+    for key in ("tables-a", "tables-b", "catalog-keys-a"):
+        ref_cache.cached_dir(tmp_path, key, lambda folder: (folder / "x").write_bytes(b"x"))
+        time.sleep(0.05)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".catalog-keys-a.lock",
+        ".tables-b.lock",
+        "catalog-keys-a",
+        "tables-b",
+    ]
+
+
+def test_a_lock_file_unlinked_while_a_process_waits_on_it_is_opened_again(tmp_path: Path) -> None:
+    """Pruning unlinks a lock file while holding it. A builder already waiting on that file gets
+    the lock of a file no longer in the folder: it must lock the path again, or a third process,
+    creating a new lock file, would build beside it."""
+    import fcntl
+
+    lock = tmp_path / ".tables-k.lock"
+    held = lock.open("w")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    inodes: list[int] = []
+
+    def build(folder: Path) -> None:
+        inodes.append(lock.stat().st_ino)  # the lock file at the path while the build runs
+        (folder / "x").write_bytes(b"x")
+
+    waiter = threading.Thread(target=lambda: ref_cache.cached_dir(tmp_path, "tables-k", build))
+    waiter.start()
+    time.sleep(0.3)  # the waiter has opened the old file and blocks on it
+    old_inode = lock.stat().st_ino
+    lock.unlink()
+    holder_of_new = lock.open("w")  # a third process creates the path anew and holds it
+    fcntl.flock(holder_of_new, fcntl.LOCK_EX)
+    held.close()  # the waiter now holds the unlinked file: it must not build under it
+    time.sleep(0.3)
+    assert inodes == [], "built under a lock file no longer at its path"
+    new_inode = lock.stat().st_ino
+    holder_of_new.close()
+    waiter.join(timeout=10)
+    assert inodes == [new_inode] and new_inode != old_inode
+    assert ref_cache.sealed(tmp_path / "tables-k")

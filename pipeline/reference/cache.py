@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -60,8 +60,7 @@ def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
         _touch(final)
         return final
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _locked(_lock_path(root, key)):
         if not sealed(final):
             tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}."))
             try:
@@ -74,6 +73,32 @@ def cached_dir(root: Path, key: str, build: Callable[[Path], None]) -> Path:
                 raise
             _prune(root, key)
     return final
+
+
+def _lock_path(root: Path, key: str) -> Path:
+    return root / f".{key}.lock"
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock file ``path`` (flock, released when it closes); yields False when ``wait`` is
+    off and another process holds it. Pruning unlinks an entry's lock file while holding it, so a
+    process that opened the file before and then got the lock holds a file no longer at ``path``:
+    it opens the path again (else two processes would each hold "the" lock)."""
+    while True:
+        with open(path, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                same = os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield True
+                return
 
 
 def sealed(folder: Path) -> bool:
@@ -116,8 +141,17 @@ def _prune(root: Path, key: str) -> None:
 
     same = [p for p in root.iterdir() if not p.name.startswith(".") and _kind(p.name) == kind]
     for old in sorted(same, key=last_use, reverse=True)[KEEP:]:
-        with contextlib.suppress(OSError):
-            _remove(old)
+        with contextlib.suppress(OSError), _locked(_lock_path(root, old.name), wait=False) as held:
+            if held:  # an entry being built or rebuilt right now is left to the next prune
+                _remove(old)
+    # the lock files of this kind's entries that are gone (pruned above, or by a trajpipe that
+    # left them behind), unlinked while held (see _locked); one held by a build is left alone
+    for lock in root.glob(".*.lock"):
+        name = lock.name[1 : -len(".lock")]
+        if _kind(name) == kind and not (root / name).exists():
+            with contextlib.suppress(OSError), _locked(lock, wait=False) as held:
+                if held and not (root / name).exists():
+                    lock.unlink()
 
 
 def _kind(key: str) -> str:
