@@ -110,6 +110,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     outputs: list[str] = []
     returncodes: list[int | None] = []
     carry: list[str] = []  # thoughts waiting for the next emitted turn
+    tool_names: list[str] = []  # each step's tool, counted once the loop is done
     submitted = False
 
     for turn, step in enumerate(ep.steps):
@@ -133,7 +134,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
                 action = Action("submit", output=obs)
         else:  # pragma: no cover - the Episode contract allows only these two
             raise ConvertError("bad_step", f"turn {turn}: {type(step.call).__name__}")
-        counters[f"convert/tool/{name}"] += 1
+        tool_names.append(name)
 
         if action.kind == "fold":
             counters["convert/think_folded"] += 1
@@ -179,6 +180,8 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
         outputs.append(action.output)
         returncodes.append(None if rc is None else int(rc))
 
+    for name, n in Counter(tool_names).items():
+        counters[f"convert/tool/{name}"] += n
     if carry:
         counters["convert/trailing_thought_dropped"] += 1
     if not commands:

@@ -121,27 +121,39 @@ def rewrite_roots(text: str, repo_root: str | None = None, repo: str | None = No
     return _pattern(None, repo).sub(TESTBED, text)
 
 
+@lru_cache(maxsize=256)
+def _ascii_twin(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` with ASCII classes: on an ASCII text it matches where ``pattern`` does (there
+    ``\\w`` is ``[a-zA-Z0-9_]`` either way) and the regex engine tests its classes faster."""
+    return re.compile(pattern.pattern, re.ASCII)
+
+
 class RootRewriter:
     """``rewrite_roots(text, repo_root, repo)`` for one run's many texts: the run's pattern is
-    looked up once, not once per text."""
+    looked up once, not once per text; an ASCII text (most are) goes through its ASCII twin."""
 
     def __init__(self, repo_root: str | None = None, repo: str | None = None) -> None:
         rooted = repo_root and repo_root.rstrip("/")
         pattern = _rooted_pattern(repo_root, repo or None) if repo_root and rooted else _pattern(None, repo)
         self.sub = pattern.sub
+        self.ascii_sub = _ascii_twin(pattern).sub
 
     def __call__(self, text: str) -> str:
         if "/" not in text:
             return text
-        return self.sub(TESTBED, text)
+        return (self.ascii_sub if text.isascii() else self.sub)(TESTBED, text)
 
     def deep(self, value: object) -> object:
         """Every string in a tool call's arguments (lists and dicts walked) rewritten."""
         if isinstance(value, dict):
             # mostly strings: each rewritten in place, as __call__ does, without a call of it
-            sub = self.sub
+            sub, ascii_sub = self.sub, self.ascii_sub
             return {
-                k: ((sub(TESTBED, v) if "/" in v else v) if type(v) is str else self.deep(v))
+                k: (
+                    ((ascii_sub if v.isascii() else sub)(TESTBED, v) if "/" in v else v)
+                    if type(v) is str
+                    else self.deep(v)
+                )
                 for k, v in value.items()
             }
         if isinstance(value, str):

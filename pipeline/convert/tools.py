@@ -178,11 +178,19 @@ def _truthy(x: Any) -> bool:
     return str(x).strip().lower() in ("true", "1", "yes")
 
 
+_FAIL_HINT = re.compile("|".join(re.escape(h) for h in _FAIL_HINTS))
+# the whitespace str.lstrip() strips (re's \s is str.isspace, as lstrip's is)
+_LEADING_SPACE = re.compile(r"\s*")
+
+
 def _failed(obs: str, rc: int | None) -> bool:
     if rc is not None:
         return rc != 0
-    head = obs.lstrip()[:300]
-    return any(h in head for h in _FAIL_HINTS)
+    # a hint in ``obs.lstrip()[:300]``, without copying the text (a view's lines start with
+    # spaces): one search of those 300 characters, not one per hint
+    m = _LEADING_SPACE.match(obs)
+    start = m.end() if m else 0
+    return _FAIL_HINT.search(obs, start, start + 300) is not None
 
 
 # ---------------------------------------------------------------- bash
