@@ -219,11 +219,14 @@ def newline_run_start(text: str, i: int) -> int:
     return i
 
 
-def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str] | None:
+def tail_search(
+    pattern: re.Pattern[str], text: str, lines: int, end: int | None = None
+) -> re.Match[str] | None:
     """``pattern.search(text)`` for an end-anchored pattern whose matches are chains of one-line
     items, each item optionally led by one newline: any match starting before the window also
-    matches from the window's first newline, so only that case needs the whole text."""
-    start = tail_line_start(text, lines)
+    matches from the window's first newline, so only that case needs the whole text (``end``:
+    ``rstripped_len(text)`` when known)."""
+    start = tail_line_start(text, lines, end)
     m = pattern.search(text, start)
     if start and m is not None and m.start() == start:
         return pattern.search(text)
@@ -259,11 +262,15 @@ MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
 EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
 OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
-# OpenHands appends its shell state after the output; none of it is printed by the command.
-OH_TRAILER_RE = re.compile(
-    r"(?:\n?\[(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
-    r"|Command finished with exit code -?\d+)\])+\s*\Z"
+# OpenHands appends its shell state after the output; none of it is printed by the command:
+# a chain of one-line notes ``\n?[…]`` (tests/test_parsers_tail.py gives it in that form). The
+# first note's head is spelled "\n[" or "[", so that a search skips to those two characters
+# instead of trying the whole pattern at every position of the tail.
+_OH_NOTE_BODY = (
+    r"(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
+    r"|Command finished with exit code -?\d+)\]"
 )
+OH_TRAILER_RE = re.compile(rf"(?:\n\[|\[){_OH_NOTE_BODY}(?:\n?\[{_OH_NOTE_BODY})*\s*\Z")
 SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
 # SWE-agent's window-state footer (templates, not command output).
 SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
@@ -333,14 +340,16 @@ def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int |
         rc = int(codes[-1])
     # both trailers end the text (bar whitespace) with a fixed character or word: test that first.
     # OpenHands' is a chain of one-line ``[…]`` items
-    tm = tail_search(OH_TRAILER_RE, text, 8) if text.endswith("]", 0, rstripped_len(text)) else None
+    end = rstripped_len(text)
+    tm = tail_search(OH_TRAILER_RE, text, 8, end) if text.endswith("]", 0, end) else None
     if tm:
         text = text[: tm.start()]
+        end = rstripped_len(text)
     pm = SWEAGENT_PREFIX_RE.match(text)
     if pm:
         text = text[pm.end() :]
+        end = rstripped_len(text)
     # the footer spans the last 2-3 lines, plus the newline before them: it cannot start earlier
-    end = rstripped_len(text)
     fm = (
         SWEAGENT_FOOTER_RE.search(text, tail_line_start(text, 3, end))
         if text.endswith("bash-$", 0, end)
@@ -348,7 +357,9 @@ def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int |
     )
     if fm:
         text = text[: fm.start()]
-    if text.strip() == SWEAGENT_EMPTY:
+        end = rstripped_len(text)
+    # = text.strip() == SWEAGENT_EMPTY, without a copy of a long output
+    if text.endswith(SWEAGENT_EMPTY, 0, end) and not text[: end - len(SWEAGENT_EMPTY)].strip():
         counters["parse/empty_output_notice"] += 1
         text = ""
     return text, rc
