@@ -156,13 +156,18 @@ def _int_or_none(x: Any) -> int | None:
     return None
 
 
+_ROLE_ALIASES = {"ai": "assistant", "human": "user", "function": "tool"}
+
+
 def normalize_message(m: Any, where: str) -> Msg:
     m = as_dict(m, where)
     role = m.get("role")
     if not isinstance(role, str):
         raise ParseError("bad_shape", f"{where}.role: {type(role).__name__}")
-    role = {"ai": "assistant", "human": "user", "function": "tool"}.get(role, role)
-    text = text_of(m.get("content"), f"{where}.content")
+    role = _ROLE_ALIASES.get(role, role)
+    content = m.get("content")
+    # plain text (the usual case) needs no location string for text_of's errors
+    text = content if isinstance(content, str) else text_of(content, f"{where}.content")
     calls: list[ToolCall] = []
     raw_calls = m.get("tool_calls")
     if raw_calls:
