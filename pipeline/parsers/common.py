@@ -419,8 +419,8 @@ def walk_messages(
     (format-error nudge) discards that carried text.
     """
     steps: list[Step] = []
-    pending: list[int] = []  # indices into steps still waiting for an observation
-    filled: set[int] = set()
+    # indices into steps of the last reply's calls still waiting for an observation, in order
+    open_: list[int] = []
     carry = ""
     dialects: dict[str, int] = {}  # in first-seen order: the most frequent, ties to the first
     last_text_dialect = ""
@@ -431,7 +431,7 @@ def walk_messages(
         if role == "system":
             continue
         if role == "assistant":
-            pending = []
+            open_ = []
             if m.tool_calls:
                 thought = strip_think(m.text)
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
@@ -453,11 +453,10 @@ def walk_messages(
                 thought = join_thought(carry, thought)
                 carry = ""
             for c in calls:
-                pending.append(len(steps))
+                open_.append(len(steps))
                 steps.append(Step(thought, c, "", None))
                 thought = ""  # on the first of parallel calls only
             continue
-        open_ = [i for i in pending if i not in filled] if filled else pending
         if role == "tool":
             target = None
             if m.tool_call_id is not None:
@@ -468,7 +467,7 @@ def walk_messages(
                 counters["parse/orphan_tool_result"] += 1
                 continue
             _fill(steps[target], m.text, m.returncode, counters)
-            filled.add(target)
+            open_.remove(target)
             continue
         if role != "user":
             counters[f"parse/unknown_role/{role[:30]}"] += 1
@@ -486,20 +485,20 @@ def walk_messages(
             # mini-swe rejected the reply: nothing ran, so the turn is not a step.
             for i in sorted(open_, reverse=True):
                 del steps[i]
-            pending, filled, carry = [], {i for i in filled if i < len(steps)}, ""
+            open_, carry = [], ""
             counters["parse/format_error_turn"] += 1
             after_format_error = True
             continue
         blocks = split_tool_responses(m.text)
         if blocks is None:
             _fill(steps[open_[0]], m.text, m.returncode, counters)
-            filled.add(open_[0])
+            del open_[0]
         else:
             if len(blocks) != len(open_):
                 counters["parse/tool_response_count_mismatch"] += 1
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
-                filled.add(i)
+            del open_[: len(blocks)]
     dialect = max(dialects.items(), key=_count)[0] if dialects else "none"
     return steps, dialect
 
@@ -570,7 +569,7 @@ def detect_root(task_text: str, steps: list[Step]) -> str | None:
             if isinstance(s.call.args.get("command"), str)
             else ""
         )
-        cm = ROOT_CD_RE.search(cmd)
+        cm = ROOT_CD_RE.search(cmd) if "cd" in cmd else None  # a cd needs its letters
         if cm:
             return cm.group(1).rstrip("/")
     return None

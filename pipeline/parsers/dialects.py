@@ -77,9 +77,7 @@ def _typed(value: str) -> Any:
     return value
 
 
-def _xml_spans(
-    text: str, open_: str, close: str, stop: str | None, pos: int = 0
-) -> list[tuple[str, str]]:
+def _xml_spans(text: str, open_: str, close: str, stop: str | None, pos: int = 0) -> list[tuple[str, str]]:
     """``(name, body)`` of every ``<open_NAME>body`` from ``pos`` up to its ``close`` (or to the
     next ``stop`` when that comes first, or to the end): what ``finditer`` of FUNCTION_RE (no
     stop) or PARAM_RE (stop ``<parameter=``) finds, without the lazy ``(.*?)`` testing every
@@ -87,9 +85,10 @@ def _xml_spans(
     out: list[tuple[str, str]] = []
     while (i := text.find(open_, pos)) >= 0:
         start = i + len(open_)
-        # the tag's NAME, ``[^>\n]{1,200}>``, checked with two finds instead of a regex
+        # the tag's NAME, ``[^>\n]{1,200}>``, checked with two finds instead of a regex; when it
+        # is no tag, the regex would try the next opening
         end = text.find(">", start, start + 201)
-        if end <= start or text.find("\n", start, end) >= 0:  # not a tag: the regex would try the next opening
+        if end <= start or text.find("\n", start, end) >= 0:
             pos = i + 1
             continue
         j = text.find(close, end + 1)
@@ -252,7 +251,9 @@ def strip_think(text: str) -> str:
     """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
     ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
     if "think>" not in text:  # the common case: no <think> or </think> tag to take apart
-        m = THOUGHT_PREFIX_RE.match(text)
+        # the prefix starts with blank space or its T (no other character folds to t)
+        first = text[:1]
+        m = THOUGHT_PREFIX_RE.match(text) if first in "tT" or first.isspace() else None
         return (text[m.end() :] if m else text).strip()
     spans = blocks(text, "<think>", "</think>")
     inner = [text[a:b].strip() for _, a, b, _ in spans]
