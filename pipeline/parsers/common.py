@@ -156,13 +156,18 @@ def _int_or_none(x: Any) -> int | None:
     return None
 
 
+_ROLE_ALIASES = {"ai": "assistant", "human": "user", "function": "tool"}
+
+
 def normalize_message(m: Any, where: str) -> Msg:
     m = as_dict(m, where)
     role = m.get("role")
     if not isinstance(role, str):
         raise ParseError("bad_shape", f"{where}.role: {type(role).__name__}")
-    role = {"ai": "assistant", "human": "user", "function": "tool"}.get(role, role)
-    text = text_of(m.get("content"), f"{where}.content")
+    role = _ROLE_ALIASES.get(role, role)
+    content = m.get("content")
+    # plain text (the usual case) needs no location string for text_of's errors
+    text = content if isinstance(content, str) else text_of(content, f"{where}.content")
     calls: list[ToolCall] = []
     raw_calls = m.get("tool_calls")
     if raw_calls:
@@ -219,11 +224,14 @@ def newline_run_start(text: str, i: int) -> int:
     return i
 
 
-def tail_search(pattern: re.Pattern[str], text: str, lines: int) -> re.Match[str] | None:
+def tail_search(
+    pattern: re.Pattern[str], text: str, lines: int, end: int | None = None
+) -> re.Match[str] | None:
     """``pattern.search(text)`` for an end-anchored pattern whose matches are chains of one-line
     items, each item optionally led by one newline: any match starting before the window also
-    matches from the window's first newline, so only that case needs the whole text."""
-    start = tail_line_start(text, lines)
+    matches from the window's first newline, so only that case needs the whole text (``end``:
+    ``rstripped_len(text)`` when known)."""
+    start = tail_line_start(text, lines, end)
     m = pattern.search(text, start)
     if start and m is not None and m.start() == start:
         return pattern.search(text)
@@ -259,11 +267,15 @@ MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
 EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
 OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
-# OpenHands appends its shell state after the output; none of it is printed by the command.
-OH_TRAILER_RE = re.compile(
-    r"(?:\n?\[(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
-    r"|Command finished with exit code -?\d+)\])+\s*\Z"
+# OpenHands appends its shell state after the output; none of it is printed by the command:
+# a chain of one-line notes ``\n?[…]`` (tests/test_parsers_tail.py gives it in that form). The
+# first note's head is spelled "\n[" or "[", so that a search skips to those two characters
+# instead of trying the whole pattern at every position of the tail.
+_OH_NOTE_BODY = (
+    r"(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
+    r"|Command finished with exit code -?\d+)\]"
 )
+OH_TRAILER_RE = re.compile(rf"(?:\n\[|\[){_OH_NOTE_BODY}(?:\n?\[{_OH_NOTE_BODY})*\s*\Z")
 SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
 # SWE-agent's window-state footer (templates, not command output).
 SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
@@ -333,14 +345,16 @@ def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int |
         rc = int(codes[-1])
     # both trailers end the text (bar whitespace) with a fixed character or word: test that first.
     # OpenHands' is a chain of one-line ``[…]`` items
-    tm = tail_search(OH_TRAILER_RE, text, 8) if text.endswith("]", 0, rstripped_len(text)) else None
+    end = rstripped_len(text)
+    tm = tail_search(OH_TRAILER_RE, text, 8, end) if text.endswith("]", 0, end) else None
     if tm:
         text = text[: tm.start()]
+        end = rstripped_len(text)
     pm = SWEAGENT_PREFIX_RE.match(text)
     if pm:
         text = text[pm.end() :]
+        end = rstripped_len(text)
     # the footer spans the last 2-3 lines, plus the newline before them: it cannot start earlier
-    end = rstripped_len(text)
     fm = (
         SWEAGENT_FOOTER_RE.search(text, tail_line_start(text, 3, end))
         if text.endswith("bash-$", 0, end)
@@ -348,7 +362,9 @@ def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int |
     )
     if fm:
         text = text[: fm.start()]
-    if text.strip() == SWEAGENT_EMPTY:
+        end = rstripped_len(text)
+    # = text.strip() == SWEAGENT_EMPTY, without a copy of a long output
+    if text.endswith(SWEAGENT_EMPTY, 0, end) and not text[: end - len(SWEAGENT_EMPTY)].strip():
         counters["parse/empty_output_notice"] += 1
         text = ""
     return text, rc
@@ -403,8 +419,8 @@ def walk_messages(
     (format-error nudge) discards that carried text.
     """
     steps: list[Step] = []
-    pending: list[int] = []  # indices into steps still waiting for an observation
-    filled: set[int] = set()
+    # indices into steps of the last reply's calls still waiting for an observation, in order
+    open_: list[int] = []
     carry = ""
     dialects: dict[str, int] = {}  # in first-seen order: the most frequent, ties to the first
     last_text_dialect = ""
@@ -415,7 +431,7 @@ def walk_messages(
         if role == "system":
             continue
         if role == "assistant":
-            pending = []
+            open_ = []
             if m.tool_calls:
                 thought = strip_think(m.text)
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
@@ -437,11 +453,10 @@ def walk_messages(
                 thought = join_thought(carry, thought)
                 carry = ""
             for c in calls:
-                pending.append(len(steps))
+                open_.append(len(steps))
                 steps.append(Step(thought, c, "", None))
                 thought = ""  # on the first of parallel calls only
             continue
-        open_ = [i for i in pending if i not in filled] if filled else pending
         if role == "tool":
             target = None
             if m.tool_call_id is not None:
@@ -452,7 +467,7 @@ def walk_messages(
                 counters["parse/orphan_tool_result"] += 1
                 continue
             _fill(steps[target], m.text, m.returncode, counters)
-            filled.add(target)
+            open_.remove(target)
             continue
         if role != "user":
             counters[f"parse/unknown_role/{role[:30]}"] += 1
@@ -470,20 +485,20 @@ def walk_messages(
             # mini-swe rejected the reply: nothing ran, so the turn is not a step.
             for i in sorted(open_, reverse=True):
                 del steps[i]
-            pending, filled, carry = [], {i for i in filled if i < len(steps)}, ""
+            open_, carry = [], ""
             counters["parse/format_error_turn"] += 1
             after_format_error = True
             continue
         blocks = split_tool_responses(m.text)
         if blocks is None:
             _fill(steps[open_[0]], m.text, m.returncode, counters)
-            filled.add(open_[0])
+            del open_[0]
         else:
             if len(blocks) != len(open_):
                 counters["parse/tool_response_count_mismatch"] += 1
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
-                filled.add(i)
+            del open_[: len(blocks)]
     dialect = max(dialects.items(), key=_count)[0] if dialects else "none"
     return steps, dialect
 
@@ -554,7 +569,7 @@ def detect_root(task_text: str, steps: list[Step]) -> str | None:
             if isinstance(s.call.args.get("command"), str)
             else ""
         )
-        cm = ROOT_CD_RE.search(cmd)
+        cm = ROOT_CD_RE.search(cmd) if "cd" in cmd else None  # a cd needs its letters
         if cm:
             return cm.group(1).rstrip("/")
     return None

@@ -77,23 +77,18 @@ def _typed(value: str) -> Any:
     return value
 
 
-def _tag_name(text: str, start: int) -> int:
-    """End of the ``NAME`` of a ``<tag=NAME>`` whose name starts at ``start`` (the index of its
-    ``>``), or -1: ``[^>\n]{1,200}>`` checked with two finds instead of a regex."""
-    end = text.find(">", start, start + 201)
-    return end if end > start and text.find("\n", start, end) < 0 else -1
-
-
-def _xml_spans(text: str, open_: str, close: str, stop: str | None) -> list[tuple[str, str]]:
-    """``(name, body)`` of every ``<open_NAME>body`` up to its ``close`` (or to the next ``stop``
-    when that comes first, or to the end): what ``finditer`` of FUNCTION_RE (no stop) or
-    PARAM_RE (stop ``<parameter=``) finds, without the lazy ``(.*?)`` testing every character."""
+def _xml_spans(text: str, open_: str, close: str, stop: str | None, pos: int = 0) -> list[tuple[str, str]]:
+    """``(name, body)`` of every ``<open_NAME>body`` from ``pos`` up to its ``close`` (or to the
+    next ``stop`` when that comes first, or to the end): what ``finditer`` of FUNCTION_RE (no
+    stop) or PARAM_RE (stop ``<parameter=``) finds, without the lazy ``(.*?)`` testing every
+    character."""
     out: list[tuple[str, str]] = []
-    pos = 0
     while (i := text.find(open_, pos)) >= 0:
         start = i + len(open_)
-        end = _tag_name(text, start)
-        if end < 0:  # not a tag: the regex would try the next opening
+        # the tag's NAME, ``[^>\n]{1,200}>``, checked with two finds instead of a regex; when it
+        # is no tag, the regex would try the next opening
+        end = text.find(">", start, start + 201)
+        if end <= start or text.find("\n", start, end) >= 0:
             pos = i + 1
             continue
         j = text.find(close, end + 1)
@@ -110,9 +105,10 @@ def _xml_spans(text: str, open_: str, close: str, stop: str | None) -> list[tupl
     return out
 
 
-def _xml_calls(body: str) -> list[ToolCall]:
+def _xml_calls(body: str, pos: int = 0) -> list[ToolCall]:
+    """The calls of the XML dialect in ``body`` from ``pos``."""
     calls: list[ToolCall] = []
-    for name, inner in _xml_spans(body, "<function=", "</function>", None):
+    for name, inner in _xml_spans(body, "<function=", "</function>", None, pos):
         args: dict[str, Any] = {}
         for key, value in _xml_spans(inner, "<parameter=", "</parameter>", "<parameter="):
             args[key.strip()] = _typed(_unwrap(value))
@@ -187,32 +183,15 @@ def extract_calls(
 ) -> tuple[str, list[ToolCall | Bash], str]:
     """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
     message holds no action. Raises ParseError on a call block it recognises but cannot read."""
-    spans = blocks(text, "<tool_call>", "</tool_call>")
-    if spans:
-        calls: list[ToolCall | Bash] = []
-        kinds: list[str] = []
-        for _, a, b, _ in spans:
-            body = text[a:b]
-            if _JSON_HEAD.match(body):  # = body.strip().startswith("{"), without the copy
-                calls.append(_json_call(body))
-                kinds.append("qwen_json")
-            elif "<function=" in body:
-                xs = _xml_calls(body)
-                if not xs:
-                    raise ParseError("bad_tool_call", "<tool_call> with an unreadable <function=")
-                calls.extend(xs)
-                kinds.append("tool_call_xml")
-            else:
-                calls.append(_glm_call(body))
-                kinds.append("glm")
-        # the most frequent kind, ties to the first seen; one kind (the usual case) needs no count
-        kind = kinds[0] if kinds.count(kinds[0]) == len(kinds) else Counter(kinds).most_common(1)[0][0]
-        return strip_think(text[: spans[0][0]]), calls, kind
+    first = text.find(_CALL_OPEN)
+    if first >= 0 and (found := _tool_call_blocks(text, first)) is not None:
+        calls, kind = found
+        return strip_think(text[:first]), calls, kind
     fpos = text.find("<function=")
     if fpos >= 0:
-        xs = _xml_calls(text[fpos:])
+        xs: list[ToolCall | Bash] = list(_xml_calls(text, fpos))
         if xs:
-            return strip_think(text[:fpos]), list(xs), "xml"
+            return strip_think(text[:fpos]), xs, "xml"
     # searched only up to the last fence's close (as in ``_upto_last``, without the copy)
     close = text.rfind("\n```")
     stop = close + len("\n```") if close >= 0 else 0
@@ -230,6 +209,40 @@ def extract_calls(
     return strip_think(text), [], "none"
 
 
+_CALL_OPEN, _CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _tool_call_blocks(text: str, i: int) -> tuple[list[ToolCall | Bash], str] | None:
+    """The calls of every ``<tool_call>`` block from the opening at ``i`` on, as ``blocks`` spans
+    them (None when no block closes), and their kind: the most frequent, ties to the first."""
+    calls: list[ToolCall | Bash] = []
+    kinds: list[str] = []
+    while i >= 0:
+        a = i + len(_CALL_OPEN)
+        b = text.find(_CALL_CLOSE, a)
+        if b < 0:
+            break
+        body = text[a:b]
+        if _JSON_HEAD.match(body):  # = body.strip().startswith("{"), without the copy
+            calls.append(_json_call(body))
+            kinds.append("qwen_json")
+        elif "<function=" in body:
+            xs = _xml_calls(body)
+            if not xs:
+                raise ParseError("bad_tool_call", "<tool_call> with an unreadable <function=")
+            calls.extend(xs)
+            kinds.append("tool_call_xml")
+        else:
+            calls.append(_glm_call(body))
+            kinds.append("glm")
+        i = text.find(_CALL_OPEN, b + len(_CALL_CLOSE))
+    if not kinds:
+        return None
+    # one kind (the usual case) needs no count
+    kind = kinds[0] if kinds.count(kinds[0]) == len(kinds) else Counter(kinds).most_common(1)[0][0]
+    return calls, kind
+
+
 # thoughts: here rather than in common, which imports this module, so no call imports lazily
 THOUGHT_PREFIX_RE = re.compile(r"\A\s*THOUGHT:\s*", re.IGNORECASE)
 
@@ -238,7 +251,9 @@ def strip_think(text: str) -> str:
     """Reasoning in ``<think>`` tags is kept as thought text, without the tags (an unclosed
     ``<think>`` or a stray ``</think>`` left by a chat template is dropped too)."""
     if "think>" not in text:  # the common case: no <think> or </think> tag to take apart
-        m = THOUGHT_PREFIX_RE.match(text)
+        # the prefix starts with blank space or its T (no other character folds to t)
+        first = text[:1]
+        m = THOUGHT_PREFIX_RE.match(text) if first in "tT" or first.isspace() else None
         return (text[m.end() :] if m else text).strip()
     spans = blocks(text, "<think>", "</think>")
     inner = [text[a:b].strip() for _, a, b, _ in spans]
