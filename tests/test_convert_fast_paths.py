@@ -92,7 +92,12 @@ _scripts = st.lists(st.sampled_from(_SCRIPT_PIECES), max_size=8).map("".join)
 
 
 @settings(max_examples=400)
-@given(st.sampled_from(["bash -lc ", "sh -c ", "/bin/bash -c ", "timeout 30 bash -lc ", ""]), _scripts)
+@given(
+    st.sampled_from(
+        ["bash -lc ", "sh -c ", "/bin/bash -c ", "timeout 30 bash -lc ", "cd /testbed && ", " ", ""]
+    ),
+    _scripts,
+)
 def test_peeling_a_single_quoted_script_is_what_shlex_does(wrapper: str, script: str) -> None:
     for cmd in (wrapper + script, f"{wrapper}'{script}'", f"{wrapper}'{script.replace(chr(39), '')}'"):
         assert shell.peel_wrappers(cmd) == _peel_with_shlex(cmd)
