@@ -362,7 +362,7 @@ class UnitWriter:
         self._buffer.clear()
         self._buffered = 0
         for part in _by_dataset(frame):
-            table = part.to_arrow()
+            table = arrow_table(part)
             if self._writer is None:
                 self._writer = KeptWriter(
                     self._tmp, table.schema, parquet=self.kept_name == KEPT_PARQUET_NAME
@@ -402,6 +402,16 @@ class UnitWriter:
             for path, _ in self._drops.values():
                 path.unlink(missing_ok=True)
             raise
+
+
+def arrow_table(frame: pl.DataFrame) -> pa.Table:
+    """``frame.to_arrow()``, the same table (large strings), converted by Arrow's cast from the
+    string views polars exports without a copy: about half the CPU of polars' own conversion on
+    kept rows. (An empty frame is converted by polars: its columns keep their one empty chunk.)"""
+    empty = frame.head(0).to_arrow()
+    if not frame.height:
+        return empty
+    return frame.to_arrow(compat_level=pl.CompatLevel.newest()).cast(empty.schema)
 
 
 def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:

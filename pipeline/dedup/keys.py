@@ -11,12 +11,13 @@ runs on the same task print mostly the same outputs (research/dedup.md §5.1).
 Two implementations of the same normalisation live here:
 
 * :func:`action_stream` + :data:`TOKEN_PATTERN` is the readable reference (polars regexes);
-* the fast path (:func:`_premask` in polars, then :func:`token_hashes_flat` in numpy over the
-  raw UTF-8 bytes) applies the number/hex mask and splits and hashes tokens in one byte pass.
+* the fast path (:func:`_premask` in polars, then :func:`token_hashes_flat`, a compiled (numba)
+  pass over the raw UTF-8 bytes) applies the number/hex mask and splits and hashes tokens in one
+  byte pass.
   It replaced a regex ``extract_all`` + polars ``hash`` that cost ~60% of the dedup step, and
   its token hashes no longer depend on the polars version. A test proves both paths agree.
 
-Everything per token runs in polars/numpy; Python touches each run once (sha256 of a string).
+Everything per token runs in polars, numba or numpy; Python touches each run once (sha256 of a string).
 """
 
 from __future__ import annotations
@@ -27,15 +28,16 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import pairwise
 from typing import Generic, Protocol, TypeVar
 
+import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.config import DedupParams
-from pipeline.dedup.hashing import GOLDEN64, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
+from pipeline.dedup.hashing import GOLDEN64, MURMUR64_C1, MURMUR64_C2, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.dedup.minhash import permutations, sign_block
 from pipeline.textbytes import utf8_buffers
 from schemas.miniswe import ACTION_REGEX_POLARS
@@ -63,18 +65,7 @@ _HEXNUM = r"(?i)(?-u:\b)[0-9a-f]*[0-9][0-9a-f]*(?-u:\b)|[0-9]+"
 # little beyond the words around it and doubles the token count.
 TOKEN_PATTERN = r"[0-9A-Za-z_\x{80}-\x{10FFFF}]+"
 
-# Byte classes of the fast tokeniser.
-_SEP, _WORD, _HEXL, _DIGIT, _HIGH = 0, 1, 2, 3, 4
-_CLASS = np.zeros(256, dtype=np.uint8)
-_CLASS[0x80:] = _HIGH
-for _c in b"ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ_":
-    _CLASS[_c] = _WORD
-for _c in b"abcdefABCDEF":
-    _CLASS[_c] = _HEXL
-_CLASS[ord("0") : ord("9") + 1] = _DIGIT
-_CLASS.setflags(write=False)
-
-# Bytes of runs per tokeniser work unit: its ~35 B/byte of temporaries stay in L3.
+# Bytes of runs per tokeniser work unit (what one thread takes at a time).
 _BYTE_CHUNK = 1 << 19
 
 
@@ -109,7 +100,7 @@ def action_stream(commands: pl.Expr) -> pl.Expr:
 
 
 def token_hash(token: bytes) -> int:
-    """The 64-bit hash of one token, in plain Python (the specification of the numpy path).
+    """The 64-bit hash of one token, in plain Python (the specification of the compiled path).
 
     The token's bytes as little-endian 8-byte words ``w_0..w_m`` (the last zero-padded; tokens
     never hold a NUL byte), folded as ``acc = acc * P + w_j`` mod 2^64 from ``acc = w_0``, then
@@ -124,10 +115,6 @@ def token_hash(token: bytes) -> int:
 
 
 _NUM_HASH = np.uint64(token_hash(b"NUM"))
-
-
-# Mask of the low k bytes of a word, k = 0..8.
-_BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [_M64], dtype=np.uint64)
 
 
 class _Sized(Protocol):
@@ -162,120 +149,116 @@ class Pool(Generic[_W]):
 
 
 class _Workspace:
-    """Reusable per-thread buffers for :func:`_tokenise_bytes`. Fresh multi-MB temporaries per
-    work unit cost more in page faults than the arithmetic itself (measured ~2x on this VM)."""
+    """Reusable per-thread buffers for :func:`_tokenise_bytes` (byte kinds, token hashes): fresh
+    multi-MB buffers per work unit cost more in page faults than the tokenising itself on this VM."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.u8a = np.empty(cap, dtype=np.uint8)
-        self.u8b = np.empty(cap, dtype=np.uint8)
-        self.pad = np.zeros((cap // 8 + 3) * 8, dtype=np.uint8)  # the unit's bytes, then >= 8 zero bytes
-        self.b = [np.empty(cap, dtype=bool) for _ in range(5)]
-        self.i32a = np.empty(cap + 1, dtype=np.int32)
-        self.i32b = np.empty(cap + 1, dtype=np.int32)
+        self.kind = np.empty(cap, dtype=np.uint8)
+        self.hashes = np.empty(cap, dtype=np.uint64)
 
 
 _POOL: Pool[_Workspace] = Pool(_Workspace)
 
 
-def _segments(
-    values: npt.NDArray[np.uint8] | npt.NDArray[np.bool_],
-    inner: npt.NDArray[np.int64],
-    edge: npt.NDArray[np.bool_],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Maximal runs of equal ``values`` that never cross a run boundary: (starts, ends)."""
-    n = values.shape[0]
-    edge[:1] = True
-    np.not_equal(values[1:], values[:-1], out=edge[1:])
-    edge[inner] = True
-    starts = np.flatnonzero(edge)
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:]
-    ends[-1:] = n
-    return starts, ends
+_TOKEN_MUL64, _LEN_MUL64 = np.uint64(_TOKEN_MUL), np.uint64(_LEN_MUL)
+_FMIX_C1, _FMIX_C2 = np.uint64(MURMUR64_C1), np.uint64(MURMUR64_C2)
 
 
-def _word_at(words: npt.NDArray[np.uint64], pos: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-    """The little-endian 8 bytes starting at each byte offset ``pos``, from two aligned words
-    (gathers from an unaligned strided view measured several times slower in place)."""
-    shift = (pos & 7).astype(np.uint64) << np.uint64(3)
-    q = pos >> 3
-    # numpy defines a shift by >= 64 as 0, so shift == 0 takes the low word alone
-    low: npt.NDArray[np.uint64] = np.take(words, q) >> shift
-    high: npt.NDArray[np.uint64] = np.take(words, q + 1) << (np.uint64(64) - shift)
-    return low | high
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _is_word(c: int) -> bool:
+    """An ASCII word byte (what ``(?-u:\\b)`` sees): a letter, a digit or ``_``."""
+    return (97 <= (c | 0x20) <= 122) or (48 <= c <= 57) or c == 95
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _hash_bytes(data: npt.NDArray[np.uint8], start: int, end: int) -> np.uint64:
+    """:func:`token_hash` of ``data[start:end]``."""
+    acc = np.uint64(0)
+    for j in range(start, end, 8):
+        word = np.uint64(0)
+        for b in range(min(8, end - j)):
+            word |= np.uint64(data[j + b]) << np.uint64(8 * b)
+        acc = acc * _TOKEN_MUL64 + word if j > start else word
+    h = acc + np.uint64(end - start) * _LEN_MUL64
+    h ^= h >> np.uint64(33)
+    h *= _FMIX_C1
+    h ^= h >> np.uint64(33)
+    h *= _FMIX_C2
+    return h ^ (h >> np.uint64(33))
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _token_kernel(
+    data: npt.NDArray[np.uint8],
+    bounds: npt.NDArray[np.int64],
+    kind: npt.NDArray[np.uint8],
+    hashes: npt.NDArray[np.uint64],
+    counts: npt.NDArray[np.int64],
+) -> int:
+    """Token hashes of every run into ``hashes`` (their number is returned), token counts into
+    ``counts``. A byte's kind is 0 separator, 1 text (non-ASCII, or a letter or ``_`` of an ASCII
+    word) or 2 NUM (a digit, or any byte of an ASCII word of hex digits holding a decimal one);
+    a token is a maximal run of one kind other than 0 within a run."""
+    t = 0
+    for r in range(bounds.shape[0] - 1):
+        lo, hi = bounds[r], bounds[r + 1]
+        i = lo
+        while i < hi:
+            c = data[i]
+            if c >= 0x80:
+                kind[i] = 1
+                i += 1
+            elif _is_word(c):
+                j, hexish, digit = i, True, False
+                while j < hi and data[j] < 0x80 and _is_word(data[j]):
+                    cj = data[j]
+                    if 48 <= cj <= 57:
+                        digit = True
+                    elif not (97 <= (cj | 0x20) <= 102):
+                        hexish = False
+                    j += 1
+                for k in range(i, j):
+                    kind[k] = 2 if (hexish and digit) or 48 <= data[k] <= 57 else 1
+                i = j
+            else:
+                kind[i] = 0
+                i += 1
+        first = t
+        i = lo
+        while i < hi:
+            k = kind[i]
+            j = i + 1
+            while j < hi and kind[j] == k:
+                j += 1
+            if k == 2:
+                hashes[t] = _NUM_HASH
+                t += 1
+            elif k == 1:
+                hashes[t] = _hash_bytes(data, i, j)
+                t += 1
+            i = j
+        counts[r] = t - first
+    return t
 
 
 def _tokenise_bytes(
     data: npt.NDArray[np.uint8], bounds: npt.NDArray[np.int64], ws_: _Workspace
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
     """Token hashes of the runs laid out back to back in ``data`` (run k is
-    ``data[bounds[k]:bounds[k+1]]``), with the token count of every run.
+    ``data[bounds[k]:bounds[k+1]]``), with the token count of every run, in one compiled pass.
 
     Same tokens as ``TOKEN_PATTERN`` over ``_HEXNUM``-masked text: an ASCII word of hex
     characters with a decimal digit becomes one ``NUM`` token, every other run of digits
     becomes its own ``NUM`` token, and maximal runs of the remaining word/non-ASCII bytes are
-    text tokens. Tokens never cross a run boundary. Per-byte work writes into ``ws_``.
+    text tokens. Tokens never cross a run boundary.
     """
+    counts = np.zeros(bounds.shape[0] - 1, dtype=np.int64)
     n = data.shape[0]
     if n == 0:
-        return np.zeros(0, dtype=np.uint64), np.zeros(bounds.shape[0] - 1, dtype=np.int64)
-    inner = bounds[(bounds > 0) & (bounds < n)]
-    t8, kind = ws_.u8a[:n], ws_.u8b[:n]
-    isw, bad, dig, edge, tmp = (b[:n] for b in ws_.b)
-    # Byte classes by arithmetic (a few SIMD passes beat one table gather).
-    np.bitwise_or(data, 0x20, out=t8)
-    np.subtract(t8, ord("a"), out=t8)  # letters -> 0..25, everything else >= 26 (uint8 wrap)
-    np.less(t8, 26, out=isw)
-    np.less(t8, 6, out=tmp)  # a-f / A-F
-    np.greater(isw, tmp, out=bad)  # a letter that is not a hex digit ...
-    np.equal(data, ord("_"), out=tmp)
-    np.logical_or(bad, tmp, out=bad)  # ... or an underscore: a word holding one is not hex
-    np.logical_or(isw, tmp, out=isw)
-    np.subtract(data, ord("0"), out=t8)
-    np.less(t8, 10, out=dig)
-    np.logical_or(isw, dig, out=isw)  # ASCII word byte (what (?-u:\b) sees)
-    # ASCII words, and the hex ones among them (no non-hex letter, at least one digit).
-    seg_s, seg_e = _segments(isw, inner, edge)
-    # np.compress, not boolean indexing: ~5x faster on these unpredictable masks
-    is_word = np.take(isw, seg_s)
-    wst, wen = np.compress(is_word, seg_s), np.compress(is_word, seg_e)
-    cbad, cdig = ws_.i32a[: n + 1], ws_.i32b[: n + 1]
-    cbad[0] = 0
-    np.cumsum(bad, dtype=np.int32, out=cbad[1:])
-    cdig[0] = 0
-    np.cumsum(dig, dtype=np.int32, out=cdig[1:])
-    hexw = (np.take(cbad, wen) == np.take(cbad, wst)) & (np.take(cdig, wen) > np.take(cdig, wst))
-    # Token kind per byte: 0 separator, 1 text, 2 NUM (a digit or a byte of a hex word).
-    np.greater_equal(data, 0x80, out=tmp)
-    np.logical_or(isw, tmp, out=tmp)  # token byte: ASCII word or non-ASCII
-    np.add(tmp.view(np.uint8), dig.view(np.uint8), out=kind)
-    if hexw.any():
-        hs, hl = wst[hexw], wen[hexw] - wst[hexw]
-        kind[np.repeat(hs - (np.cumsum(hl) - hl), hl) + np.arange(int(hl.sum()))] = 2
-    seg_s, seg_e = _segments(kind, inner, edge)
-    k = np.take(kind, seg_s)
-    live = k != 0
-    ts, te, k = np.compress(live, seg_s), np.compress(live, seg_e), np.compress(live, k)
-    # Hash every token from the 8-byte words of the zero-padded bytes (see token_hash).
-    ws_.pad[:n] = data
-    ws_.pad[n : n + 16] = 0
-    words = ws_.pad.view("<u8")
-    ln = te - ts
-    acc = _word_at(words, ts) & np.take(_BYTE_MASKS, np.minimum(ln, 8))
-    more = np.flatnonzero(ln > 8)
-    j = 8
-    while more.size:
-        word = _word_at(words, np.take(ts, more) + j) & np.take(
-            _BYTE_MASKS, np.minimum(np.take(ln, more) - j, 8)
-        )
-        acc[more] = np.take(acc, more) * np.uint64(_TOKEN_MUL) + word
-        j += 8
-        more = np.compress(np.take(ln, more) > j, more)
-    h = fmix64(acc + ln.astype(np.uint64) * np.uint64(_LEN_MUL))
-    h[k == 2] = _NUM_HASH
-    counts = np.diff(np.searchsorted(ts, bounds)).astype(np.int64)
-    return h, counts
+        return np.zeros(0, dtype=np.uint64), counts
+    t = _token_kernel(data, bounds.astype(np.int64), ws_.kind[:n], ws_.hashes[:n], counts)
+    return ws_.hashes[:t].copy(), counts
 
 
 def _streams_bytes(streams: pl.Series) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
@@ -309,7 +292,7 @@ _UnitFn = Callable[[npt.NDArray[np.uint8], npt.NDArray[np.int64], "_Workspace", 
 
 def _map_units(streams: pl.Series, threads: int | None, fn: _UnitFn[_T]) -> list[_T]:
     """Run ``fn(data, bounds, workspace, r0, r1)`` over every work unit, one thread per
-    group; numpy releases the GIL in its kernels, so groups really run in parallel."""
+    group; the compiled kernels release the GIL, so groups really run in parallel."""
     data, off = _streams_bytes(streams)
     n_threads = threads if threads is not None else min(2, os.cpu_count() or 1)
     groups = _work_groups(off, max(1, n_threads))
@@ -434,16 +417,35 @@ def canonical_messages(messages: pl.Expr) -> pl.Expr:
     ).list.join("\x1e")
 
 
+def _string_bytes(texts: pl.Series) -> list[memoryview]:
+    """The UTF-8 bytes of each string (null: empty) where polars holds them: its string views,
+    exported to Arrow without a copy (a value of up to 12 bytes is inside its view, a longer one in
+    one of the data buffers), so the column is never copied into one contiguous buffer."""
+    arr = texts.cast(pl.Utf8).rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    bufs = arr.buffers()
+    raw = memoryview(bufs[1])[arr.offset * 16 : (arr.offset + len(arr)) * 16]
+    views = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)  # length, then inline bytes or
+    # (prefix, buffer index, offset)
+    data = [memoryview(b) for b in bufs[2:]]
+    valid = [True] * len(arr) if arr.null_count == 0 else arr.is_valid().to_pylist()
+    out = []
+    for i, (n, _, buf, at) in enumerate(views.tolist()):
+        if not valid[i] or n == 0:
+            out.append(raw[0:0])
+        elif n <= 12:
+            out.append(raw[i * 16 + 4 : i * 16 + 4 + n])
+        else:
+            out.append(data[buf][at : at + n])
+    return out
+
+
 def _sha256_hex(canon: pl.Series) -> pl.Series:
-    """The sha256 (hex) of each string's UTF-8 bytes (null: of ""), hashed from the column's buffer:
-    no Python string is built, decoded or encoded again."""
-    data, off = utf8_buffers(canon)
-    view = memoryview(data.data)
-    bounds = off.tolist()
+    """The sha256 (hex) of each string's UTF-8 bytes (null: of ""), hashed where polars holds
+    them: no Python string is built, and the column is not copied."""
     return pl.Series(
-        "exact_hash",
-        [hashlib.sha256(view[a:b]).hexdigest() for a, b in pairwise(bounds)],
-        dtype=pl.Utf8,
+        "exact_hash", [hashlib.sha256(b).hexdigest() for b in _string_bytes(canon)], dtype=pl.Utf8
     )
 
 

@@ -27,7 +27,7 @@ from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_
 from pipeline.io.faults import crashpoint
 from pipeline.sources import affine, swelego
 from pipeline.sources.base import ShardVerdict, Unit
-from pipeline.stages.base import Step
+from pipeline.stages.base import Step, paused_gc
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
 from schemas.run import DROPS, WORK, empty
 
@@ -193,28 +193,46 @@ def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | 
                 writer.write(kept.drop(STAGE_ONLY))
         n_kept += kept.height
 
+    def next_batch(items: Iterator[RawRun | Quarantined | ShardVerdict]) -> tuple[list[SourceItem], bool]:
+        """The next batch read, counted as ingested, and whether it is full (more may follow): a
+        batch is ``batch_runs`` runs, whatever else it holds, or 4096 items (a chunk of a million
+        bad lines is flushed as it goes, like one of runs)."""
+        nonlocal verdict, raw_bytes
+        batch: list[SourceItem] = []
+        n_runs = 0
+        for item in items:
+            if isinstance(item, ShardVerdict):
+                verdict = item
+                continue
+            if isinstance(item, RawRun):
+                ingested[dataset_of(item), epoch_key(item.epoch)] += 1
+                counters[f"ingest/{item.kind}"] += 1
+                raw_bytes += item.raw_bytes
+                seen_uids.append(item.source_uid)
+                n_runs += 1
+            else:
+                ingested["", epoch_key(item.epoch)] += 1
+            batch.append(item)
+            if n_runs >= config.limits.batch_runs or len(batch) >= 4096:
+                return batch, True
+        return batch, False
+
     times = StepTimes()
-    pending: list[SourceItem] = []
-    n_pending = 0  # runs in ``pending`` (a batch is ``batch_runs`` runs, whatever else it holds)
-    for item in read_unit(unit, config):
-        if isinstance(item, ShardVerdict):
-            verdict = item
-            continue
-        if isinstance(item, RawRun):
-            ingested[dataset_of(item), epoch_key(item.epoch)] += 1
-            counters[f"ingest/{item.kind}"] += 1
-            raw_bytes += item.raw_bytes
-            seen_uids.append(item.source_uid)
-            n_pending += 1
-        else:
-            ingested["", epoch_key(item.epoch)] += 1
-        pending.append(item)
-        # a chunk of a million bad lines is flushed as it goes, like one of runs
-        if n_pending >= config.limits.batch_runs or len(pending) >= 4096:
-            flush(pending)
-            pending, n_pending = [], 0
-            if len(seen_uids) >= 4096:
-                pack_seen()
+    items = read_unit(unit, config)
+    full = True
+    while full:
+        # a batch is read, put through the steps and written with the cyclic collector paused, so
+        # its decoded records are freed before the collector ever scans them (see paused_gc)
+        with paused_gc():
+            pending, full = next_batch(items)
+            if full or (pending and verdict.ok):
+                flush(pending)
+            elif pending and not verdict.retry:  # the line-level entries of the last batch stay,
+                # like those already written
+                writer.write_drops("q", quarantine_rows([x for x in pending if isinstance(x, Quarantined)]))
+            del pending
+        if len(seen_uids) >= 4096:
+            pack_seen()
     if verdict.retry:  # not fetched: nothing is decided or cached; the next run fetches it again
         writer.discard()
         writer.discard_drops("q")
@@ -229,11 +247,6 @@ def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | 
                 "cpu_seconds": dict(times.cpu),
             },
         )
-    if pending and verdict.ok:
-        flush(pending)
-    elif pending:  # the line-level entries of the last batch stay, like those already written
-        writer.write_drops("q", quarantine_rows([x for x in pending if isinstance(x, Quarantined)]))
-    pending.clear()
     pack_seen()
     if not verdict.ok:
         # a shard that fails verification: nothing in it is trusted, its runs are quarantined
