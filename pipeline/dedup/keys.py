@@ -34,12 +34,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-import pyarrow as pa
 
 from pipeline.core.config import DedupParams
 from pipeline.dedup.hashing import GOLDEN64, MURMUR64_C1, MURMUR64_C2, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.dedup.minhash import permutations, sign_block
-from pipeline.textbytes import utf8_buffers
+from pipeline.textbytes import utf8_buffers, utf8_views
 from schemas.miniswe import ACTION_REGEX_POLARS
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.
@@ -417,36 +416,10 @@ def canonical_messages(messages: pl.Expr) -> pl.Expr:
     ).list.join("\x1e")
 
 
-def _string_bytes(texts: pl.Series) -> list[memoryview]:
-    """The UTF-8 bytes of each string (null: empty) where polars holds them: its string views,
-    exported to Arrow without a copy (a value of up to 12 bytes is inside its view, a longer one in
-    one of the data buffers), so the column is never copied into one contiguous buffer."""
-    arr = texts.cast(pl.Utf8).rechunk().to_arrow(compat_level=pl.CompatLevel.newest())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    bufs = arr.buffers()
-    raw = memoryview(bufs[1])[arr.offset * 16 : (arr.offset + len(arr)) * 16]
-    views = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)  # length, then inline bytes or
-    # (prefix, buffer index, offset)
-    data = [memoryview(b) for b in bufs[2:]]
-    valid = [True] * len(arr) if arr.null_count == 0 else arr.is_valid().to_pylist()
-    out = []
-    for i, (n, _, buf, at) in enumerate(views.tolist()):
-        if not valid[i] or n == 0:
-            out.append(raw[0:0])
-        elif n <= 12:
-            out.append(raw[i * 16 + 4 : i * 16 + 4 + n])
-        else:
-            out.append(data[buf][at : at + n])
-    return out
-
-
 def _sha256_hex(canon: pl.Series) -> pl.Series:
     """The sha256 (hex) of each string's UTF-8 bytes (null: of ""), hashed where polars holds
     them: no Python string is built, and the column is not copied."""
-    return pl.Series(
-        "exact_hash", [hashlib.sha256(b).hexdigest() for b in _string_bytes(canon)], dtype=pl.Utf8
-    )
+    return pl.Series("exact_hash", [hashlib.sha256(b).hexdigest() for b in utf8_views(canon)], dtype=pl.Utf8)
 
 
 def add_dedup_keys(batch: pl.DataFrame, params: DedupParams) -> pl.DataFrame:

@@ -183,10 +183,10 @@ def extract_calls(
 ) -> tuple[str, list[ToolCall | Bash], str]:
     """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
     message holds no action. Raises ParseError on a call block it recognises but cannot read."""
-    first = text.find(_CALL_OPEN)
-    if first >= 0 and (found := _tool_call_blocks(text, first)) is not None:
-        calls, kind = found
-        return strip_think(text[:first]), calls, kind
+    spans = blocks(text, "<tool_call>", "</tool_call>")
+    if spans:
+        calls, kind = _tool_call_calls(text, spans)
+        return strip_think(text[: spans[0][0]]), calls, kind
     fpos = text.find("<function=")
     if fpos >= 0:
         xs: list[ToolCall | Bash] = list(_xml_calls(text, fpos))
@@ -209,19 +209,12 @@ def extract_calls(
     return strip_think(text), [], "none"
 
 
-_CALL_OPEN, _CALL_CLOSE = "<tool_call>", "</tool_call>"
-
-
-def _tool_call_blocks(text: str, i: int) -> tuple[list[ToolCall | Bash], str] | None:
-    """The calls of every ``<tool_call>`` block from the opening at ``i`` on, as ``blocks`` spans
-    them (None when no block closes), and their kind: the most frequent, ties to the first."""
+def _tool_call_calls(text: str, spans: list[tuple[int, int, int, int]]) -> tuple[list[ToolCall | Bash], str]:
+    """The calls of the ``<tool_call>`` blocks at ``spans`` (:func:`blocks`'), and their kind: the
+    most frequent, ties to the first."""
     calls: list[ToolCall | Bash] = []
     kinds: list[str] = []
-    while i >= 0:
-        a = i + len(_CALL_OPEN)
-        b = text.find(_CALL_CLOSE, a)
-        if b < 0:
-            break
+    for _, a, b, _ in spans:
         body = text[a:b]
         if _JSON_HEAD.match(body):  # = body.strip().startswith("{"), without the copy
             calls.append(_json_call(body))
@@ -235,9 +228,6 @@ def _tool_call_blocks(text: str, i: int) -> tuple[list[ToolCall | Bash], str] | 
         else:
             calls.append(_glm_call(body))
             kinds.append("glm")
-        i = text.find(_CALL_OPEN, b + len(_CALL_CLOSE))
-    if not kinds:
-        return None
     # one kind (the usual case) needs no count
     kind = kinds[0] if kinds.count(kinds[0]) == len(kinds) else Counter(kinds).most_common(1)[0][0]
     return calls, kind
