@@ -26,7 +26,6 @@ from pipeline.parsers.dialects import (
     BARE_FENCE_RE,
     FENCE_RE,
     GLM_ARG_RE,
-    NUM_LIST_RE,
     _json_call,
     _typed,
     extract_calls,
@@ -181,15 +180,30 @@ def test_glm_arguments_by_find_equal_the_lazy_regex(text: str, pos: int) -> None
     assert glm_args(text, pos) == want
 
 
+def _json_int_list(text: str) -> list[int] | None:
+    """What orjson reads ``text`` as when that is a non-empty list of integers, else None."""
+    try:
+        got = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return got if isinstance(got, list) and got and all(type(x) is int for x in got) else None
+
+
 @FAST
 @given(
-    value=st.lists(st.sampled_from(["[", "]", " ", "\n", "\u2003", "1", "-2", ",", "x", ""]), max_size=8).map(
-        "".join
-    )
+    value=st.lists(
+        st.sampled_from(["[", "]", " ", "\t", "\n", "\u2003", "1", "0", "07", "-2", "\u0663", ",", "x", ""]),
+        max_size=8,
+    ).map("".join)
 )
-def test_a_parameter_is_decoded_only_when_it_is_an_integer_list(value: str) -> None:
-    want = orjson.loads(value.strip()) if NUM_LIST_RE.match(value.strip()) else value
-    assert _typed(value) == want
+@example("[\u20031]")  # Unicode whitespace inside: not JSON
+@example("[01]")  # a leading zero: not JSON
+@example("[\u0663]")  # an Arabic-Indic digit: not JSON
+@example(" [1, -2]\n")
+@example("[99999999999999999999999]")  # past 64 bits orjson reads a float
+def test_a_parameter_is_decoded_only_when_it_is_a_json_integer_list(value: str) -> None:
+    want = _json_int_list(value.strip())
+    assert _typed(value) == (value if want is None else want)
 
 
 def test_the_walker_keeps_thoughts_on_first_calls_and_names_the_first_of_tied_dialects() -> None:

@@ -31,7 +31,10 @@ GLM_ARG_RE = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value
 # the shape of mini-swe-agent's action regex (schemas.miniswe.ACTION_REGEX), for each fence tag raw runs use.
 FENCE_RE = re.compile(r"```(?:bash|mswea_bash_command|shell|sh)\s*\n(.*?)\n```", re.DOTALL)
 BARE_FENCE_RE = re.compile(r"```[ \t]*\n(.*?)\n```", re.DOTALL)
-NUM_LIST_RE = re.compile(r"\A\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*\]\Z")
+# a JSON list of integers, in JSON's own grammar (its four whitespace characters, ASCII digits, no
+# leading zero): ``\s`` and ``\d`` would also admit what orjson refuses ("[\u20031]", "[01]", "[٣]")
+_JSON_WS, _JSON_INT = r"[ \t\n\r]*", r"-?(?:0|[1-9][0-9]*)"
+NUM_LIST_RE = re.compile(rf"\A\[{_JSON_WS}{_JSON_INT}(?:{_JSON_WS},{_JSON_WS}{_JSON_INT})*{_JSON_WS}\]\Z")
 _JSON_HEAD = re.compile(r"\s*\{")
 
 
@@ -73,7 +76,9 @@ def _typed(value: str) -> Any:
     if first != "[" and not first.isspace():  # no list can start it: not stripped, not matched
         return value
     if NUM_LIST_RE.match(value.strip()):
-        return orjson.loads(value.strip())
+        got = orjson.loads(value.strip())
+        # an integer past 64 bits is read as a float: no index, so the text stays
+        return got if all(type(x) is int for x in got) else value
     return value
 
 
