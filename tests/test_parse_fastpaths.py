@@ -93,6 +93,9 @@ def _outcome(fn: Any, *args: Any) -> tuple[Any, Counter[str]]:
 @example("\u2028Your command ran successfully and did not produce any output.")
 @example("Observation: x\n[Python interpreter: /p]")
 @example("y\n[Command finished with exit code 4]\n" + "z" * 200)
+@example("[1, 2, 3]\n")  # ends with "]", no note on its last line: plain
+@example("[Current working directory: /w]\nx]")
+@example("out [Python interpreter: /p] \n")  # a note on the last line: a trailer
 def test_clean_observation_fast_path_equals_trying_every_decoration(text: str) -> None:
     assert _outcome(clean_observation, text) == _outcome(decorated_observation, text)
 
@@ -106,6 +109,10 @@ def test_clean_observation_fast_path_equals_trying_every_decoration(text: str) -
     None,
 )
 @example("The command timed out. Please change your command and make sure it doesn't require input.", 1)
+@example("<returncode>-2</returncode>\n<output>\nx\n</output>\n</output> \n", None)  # as mini-swe renders it
+@example("<returncode>0</returncode>\n<output>\n</output>", 3)
+@example("<returncode>0</returncode>\n<output>\ncut short", None)
+@example("<returncode>\u0663</returncode>\n<output>\nx</output>", None)
 def test_filling_a_step_fast_equals_unwrapping_every_harness_message(text: str, rc: int | None) -> None:
     def filled(fill: Any) -> Any:
         step = Step("", Bash("true"), "", None)

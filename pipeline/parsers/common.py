@@ -265,6 +265,11 @@ MINI_TIMEOUT_ELIDED_RE = re.compile(
 PRE1_TIMEOUT = "The command timed out. Please change your command and make sure it doesn't require input."
 MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
+# the two above as mini-swe-agent 1.x renders a finished command (its usual observation): one
+# match from the start instead of the chain of prefixes that decorated_observation tries
+MINI_RENDERED_RE = re.compile(
+    r"<returncode>(-?\d{1,9})</returncode>\n<output>\n(.*)</output>\s*\Z", re.DOTALL
+)
 EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
 OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
 # OpenHands appends its shell state after the output; none of it is printed by the command:
@@ -282,13 +287,18 @@ SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory:
 SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
 # clean_observation's fast path: a text that no prefix above can start (each needs its head at
 # the start; the returncode and the empty-output notice after blank space), with no trailer at
-# its end (both end, bar blank space, with "]" or "$") and no OH_EXIT_MARK in the last 300
-# characters (where the exit code is read) comes back unchanged.
+# its end and no OH_EXIT_MARK in the last 300 characters (where the exit code is read) comes back
+# unchanged. Both trailers end, bar blank space, with "]" or "$"; OpenHands' last note, "[" and
+# its head, lies on the text's last line (no note spans a newline), so a text ending with "]"
+# (a printed list, a test summary) is plain when its last line holds no note head.
 _DECORATED_HEAD = re.compile(
     r"\s*(?:<returncode>|Your command ran)|<args>\n|<warning>\n|EXECUTION RESULT of \[|O(?:BSERVATION:\n|bservation:)"
     r"|The (?:last command <command>|command timed out)"  # _fill's timeout messages
 )
 _DECORATED_LAST = "]$"
+_OH_NOTE_HEAD = re.compile(
+    r"\[(?:Current working directory: |Python interpreter: |Command finished with exit code )"
+)
 OH_EXIT_MARK = "[Command finished with exit code "
 
 
@@ -309,9 +319,12 @@ def is_plain_output(text: str) -> bool:
     # its last non-blank character: from the tail alone unless 64 blanks end the text;
     # "" (a blank text) is in every string, so it takes the long way
     last = text[-64:].rstrip()[-1:] or text.rstrip()[-1:]
-    return (
-        last not in _DECORATED_LAST and not _DECORATED_HEAD.match(text) and text.find(OH_EXIT_MARK, -300) < 0
-    )
+    if _DECORATED_HEAD.match(text) or text.find(OH_EXIT_MARK, -300) >= 0:
+        return False
+    if last == "]":
+        end = rstripped_len(text)
+        return _OH_NOTE_HEAD.search(text, text.rfind("\n", 0, end) + 1, end) is None
+    return last not in _DECORATED_LAST
 
 
 def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:
@@ -344,9 +357,11 @@ def decorated_observation(text: str, counters: Counter[str]) -> tuple[str, int |
     if codes:
         rc = int(codes[-1])
     # both trailers end the text (bar whitespace) with a fixed character or word: test that first.
-    # OpenHands' is a chain of one-line ``[…]`` items
+    # OpenHands' is a chain of one-line ``[…]`` items; it writes at most three notes, each on its
+    # line: a window of four lines holds them and the newline before (the window changes only how
+    # often the whole text is searched, not what is found)
     end = rstripped_len(text)
-    tm = tail_search(OH_TRAILER_RE, text, 8, end) if text.endswith("]", 0, end) else None
+    tm = tail_search(OH_TRAILER_RE, text, 4, end) if text.endswith("]", 0, end) else None
     if tm:
         text = text[: tm.start()]
         end = rstripped_len(text)
@@ -514,6 +529,8 @@ def _call_id(s: Step) -> str | None:
 def _fill(step: Step, raw: str, rc: int | None, counters: Counter[str]) -> None:
     if is_plain_output(raw):  # the usual output: kept as it is
         step.observation, step.returncode = raw, rc
+    elif m := MINI_RENDERED_RE.match(raw):
+        step.observation, step.returncode = m.group(2), rc if rc is not None else int(m.group(1))
     else:
         fill_decorated(step, raw, rc, counters)
 
