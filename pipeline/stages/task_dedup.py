@@ -73,9 +73,14 @@ def commits_match(a: str, b: str) -> bool:
 Hit = tuple[str, str | None, str, str]  # how ("id" < "repo+commit"), benchmark, b_id, b_commit
 
 
+def _null_first(value: str | None) -> tuple[bool, str]:
+    """A sort key of a nullable string ordering a null first, as polars' sort does."""
+    return value is not None, value or ""
+
+
 def _first(hits: list[Hit]) -> Hit:
     """The hit reported: the least (how, benchmark, b_id, b_commit), a null benchmark first."""
-    return min(hits, key=lambda h: (h[0], h[1] is not None, h[1] or "", h[2], h[3]))
+    return min(hits, key=lambda h: (h[0], _null_first(h[1]), h[2], h[3]))
 
 
 def _detail(hit: Hit) -> str | None:
@@ -156,7 +161,9 @@ class TaskDedup(Stage):
             for task_id, id_kind, repo_k, c_commit in self._catalog.get(pool, ())
             if repo == repo_k and commits_match(commit, c_commit)
         ]
-        return min(found, key=lambda t: (t[0] is not None, t[0] or "")) if found else None
+        # the least task_id (a null first); a tie (the task under two kinds) by kind, so that the
+        # choice never depends on the index's order
+        return min(found, key=lambda t: (_null_first(t[0]), _null_first(t[1]))) if found else None
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         upstream = (
