@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.reference.secrets import _I, _WS, PATTERNS, PREFILTER, PREFILTER_GROUPS, TRIGGER, find_secrets
-from pipeline.stages.scrub import Scrub, _hit, scrub_row, string_flags
+from pipeline.stages.scrub import TEXT_COLUMNS, Scrub, _hit, candidates, scrub_row, string_flags
 from schemas.run import DROPS, empty
 from tests.builders import ctx, work_frame
 from tests.builders import run_row as work_row
@@ -109,6 +109,23 @@ def test_prefilter_groups_flag_the_strings_prefilter_flags(batch: list[str]) -> 
     frame = pl.DataFrame({"x": [*batch, None]}, schema={"x": pl.Utf8})
     grouped = frame.select(_hit(pl.col("x"), PREFILTER_GROUPS))["x"].to_list()
     assert grouped == frame.select(_hit(pl.col("x"), PREFILTER))["x"].to_list()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(texts, texts, texts, st.sampled_from(TEXT_COLUMNS)), min_size=1, max_size=6))
+def test_a_run_with_a_flagged_string_is_a_candidate(runs: list[tuple[str, str, str, str]]) -> None:
+    """The run-level pre-filter (text columns searched as one joined string) flags every run one of
+    whose strings :func:`string_flags` flags."""
+    batch = work_frame(
+        [
+            work_row([cmd, "ls"], [out, ""], **{"source_uid": f"u{i}", column: field})
+            for i, (cmd, out, field, column) in enumerate(runs)
+        ]
+    )
+    flagged = string_flags(batch, PREFILTER_GROUPS).select(
+        pl.any_horizontal(pl.all().list.any().fill_null(False))
+    )
+    assert all(c for c, f in zip(candidates(batch), flagged.to_series(), strict=True) if f)
 
 
 def _stage_before_prefilter(batch: pl.DataFrame) -> tuple[pl.DataFrame, Counter[str]]:

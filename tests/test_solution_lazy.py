@@ -85,9 +85,8 @@ def test_the_rust_prefilters_match_wherever_the_python_patterns_do(outputs: list
         schema={"commands": pl.List(pl.Utf8), "outputs": pl.List(pl.Utf8)},
     )
     flags = prefilters(batch).row(0, named=True)
-    for out, commit, bug in zip(outputs, flags["bracket"], flags["bug"], strict=True):
-        assert commit or not OWN_COMMIT.search(out), out
-        assert bug or not BUG_SUBJECT.search(out), out
+    for out, may in zip(outputs, flags["lines"], strict=True):
+        assert may or not (OWN_COMMIT.search(out) or BUG_SUBJECT.search(out)), out
 
 
 @settings(max_examples=200, deadline=None)

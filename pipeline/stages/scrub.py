@@ -68,6 +68,23 @@ def string_flags(batch: pl.DataFrame, pattern: str | tuple[str, ...] = TRIGGER) 
     )
 
 
+def candidates(batch: pl.DataFrame, pattern: tuple[str, ...] = PREFILTER_GROUPS) -> pl.Series:
+    """Per run: may ``pattern`` (the anchorless PREFILTER groups) match one of its strings. Wherever
+    :func:`string_flags` flags a string, and maybe elsewhere: the run's other text columns are joined
+    by line breaks into one string first, one search instead of one per column (a match in a column is
+    a match in the join, the patterns having no anchor; one the join makes up only adds a candidate,
+    whose strings are then flagged one by one)."""
+    fields = [pl.col(c) for c in TEXT_COLUMNS if c in batch.columns]
+    return batch.select(
+        pl.any_horizontal(
+            pl.col("commands").list.eval(_hit(pl.element(), pattern)).list.any(),
+            pl.col("outputs").list.eval(_hit(pl.element(), pattern)).list.any(),
+            pl.col("messages").list.eval(_hit(pl.element().struct.field("content"), pattern)).list.any(),
+            _hit(pl.concat_str(fields, separator="\n", ignore_nulls=True), pattern),
+        ).fill_null(False)
+    ).to_series()
+
+
 def _both(a: dict[str, list[bool] | None], b: dict[str, list[bool] | None]) -> dict[str, list[bool]]:
     """Per string, ``a and b`` (two :func:`string_flags` rows of the same run)."""
     return {k: [bool(x) and bool(y) for x, y in zip(a[k] or [], b[k] or [], strict=True)] for k in a}
@@ -208,20 +225,21 @@ class Scrub(Stage):
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         counters: Counter[str] = Counter()
-        # Candidates first (PREFILTER: tight and fast over whole columns), then on those few strings
-        # the trigger that decides which strings are searched at all (slow: Unicode word boundaries).
-        flags = string_flags(batch, PREFILTER_GROUPS)
-        mask = flags.select(pl.any_horizontal(pl.all().list.any().fill_null(False)))[:, 0]
+        # Candidate runs first (PREFILTER: tight and fast over whole columns), then their strings flagged
+        # one by one, and on those few strings the trigger that decides which strings are searched at
+        # all (slow: Unicode word boundaries).
+        mask = candidates(batch)
         if not mask.any():
             return StageOutput(batch, empty(DROPS), counters)
         idx = mask.arg_true()
         cand = batch[idx]
+        flags = string_flags(cand, PREFILTER_GROUPS)
         exact = string_flags(cand, TRIGGER)
         new_rows, at = [], []
         for i, row, pre, trig in zip(
             idx,
             cand.iter_rows(named=True),
-            flags[idx].iter_rows(named=True),
+            flags.iter_rows(named=True),
             exact.iter_rows(named=True),
             strict=True,
         ):

@@ -11,7 +11,9 @@ A run is a benchmark task (``task_dedup/benchmark_task``) when
 Then the catalog: a run keeps the catalog's ``task_id`` (and its ``id_kind``) only when a catalog
 task with its pool id (``upstream_id``, or already ``task_id``) sits at the SAME checkout
 (repo + commit); otherwise ``id_kind = "pool"`` and its pool id stays. ``upstream_id`` always
-keeps the pool's id. Everything is polars joins over the batch: no per-row Python.
+keeps the pool's id. The keys of a batch's runs are polars expressions over the batch; the benchmark
+and catalog indexes are dicts built once per worker, looked up per run (a batch holds tens of runs,
+where each polars join cost a fixed few milliseconds).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 import polars as pl
 
 from pipeline.stages.base import Stage, StageOutput, drops_from
+from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
     from pipeline.core.context import Context
@@ -62,9 +65,31 @@ def run_checkout(batch: pl.DataFrame) -> pl.Expr:
     return pl.when(base != "").then(base).otherwise(from_id.fill_null(""))
 
 
-def _commits_match(left: str, right: str) -> pl.Expr:
-    a, b = pl.col(left), pl.col(right)
-    return (a != "") & (b != "") & (a.str.starts_with(b) | b.str.starts_with(a))
+def commits_match(a: str, b: str) -> bool:
+    """Two known commits (non-empty) of the same checkout: one is a prefix of the other."""
+    return a != "" and b != "" and (a.startswith(b) or b.startswith(a))
+
+
+Hit = tuple[str, str | None, str, str]  # how ("id" < "repo+commit"), benchmark, b_id, b_commit
+
+
+def _null_first(value: str | None) -> tuple[bool, str]:
+    """A sort key of a nullable string ordering a null first, as polars' sort does."""
+    return value is not None, value or ""
+
+
+def _first(hits: list[Hit]) -> Hit:
+    """The hit reported: the least (how, benchmark, b_id, b_commit), a null benchmark first."""
+    return min(hits, key=lambda h: (h[0], _null_first(h[1]), h[2], h[3]))
+
+
+def _detail(hit: Hit) -> str | None:
+    """The drop detail of a hit (None for a benchmark without a name: such a hit drops nothing)."""
+    how, benchmark, b_id, b_commit = hit
+    if benchmark is None:
+        return None
+    at = f" base_commit={b_commit[:12]}" if b_commit else ""
+    return f"benchmark={benchmark} instance={b_id} by={how}{at}"
 
 
 class TaskDedup(Stage):
@@ -85,23 +110,27 @@ class TaskDedup(Stage):
             repo_key(pl.col("repo")).alias("repo_k"),
             commit_key(pl.col("base_commit")).alias("b_commit"),
         )
-        # Indexes built once per worker: ids, and (repo, commit prefix) for commit matching.
-        self._bench_ids = (
+        # Indexes built once per worker as dicts: a batch (tens of runs) is looked up in Python, where
+        # polars joins cost a fixed ~5 ms per batch. Ids, and (repo, commit prefix) for commit matching.
+        self._by_id: dict[str, list[Hit]] = {}
+        ids = (
             b.filter(pl.col("b_id") != "")
-            .with_columns(id_key(pl.col("b_id")).alias("id_k"))
-            .select("id_k", "benchmark", "b_id")
+            .select(id_key(pl.col("b_id")).alias("id_k"), "benchmark", "b_id")
             .unique()
-            .sort("id_k", "benchmark", "b_id")
         )
-        self._bench_commits = (
-            b.filter((pl.col("b_commit") != "") & (pl.col("repo_k") != ""))
-            .with_columns(pl.col("b_commit").str.slice(0, MIN_COMMIT).alias("c7"))
-            .select("repo_k", "c7", "b_commit", "benchmark", "b_id")
-            .unique()
-            .sort("benchmark", "b_id")
-        )
+        for id_k, benchmark, b_id in ids.iter_rows():
+            self._by_id.setdefault(id_k, []).append(("id", benchmark, b_id, ""))
+        self._by_commit: dict[tuple[str, str], list[Hit]] = {}
+        commits = b.filter((pl.col("b_commit") != "") & (pl.col("repo_k") != "")).unique()
+        for benchmark, b_id, repo_k, b_commit in commits.select(
+            "benchmark", "b_id", "repo_k", "b_commit"
+        ).iter_rows():
+            self._by_commit.setdefault((repo_k, b_commit[:MIN_COMMIT]), []).append(
+                ("repo+commit", benchmark, b_id, b_commit)
+            )
+        # A catalog task is found by the pool's id (its upstream_id) or by its own task_id.
+        self._catalog: dict[str, list[tuple[str | None, str | None, str, str]]] | None = None
         cat = ctx.catalog_tasks
-        self._catalog: pl.DataFrame | None = None
         if cat is not None and cat.height:
             cols = cat.select(
                 pl.col("task_id").cast(pl.Utf8),
@@ -110,76 +139,31 @@ class TaskDedup(Stage):
                 commit_key(pl.col("commit")).alias("c_commit"),
                 pl.col("upstream_id").cast(pl.Utf8).fill_null(""),
             )
-            # A catalog task is found by the pool's id (its upstream_id) or by its own task_id.
-            self._catalog = (
-                pl.concat(
-                    [
-                        cols.select(
-                            pl.col("upstream_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"
-                        ),
-                        cols.select(
-                            pl.col("task_id").alias("key"), "task_id", "id_kind", "repo_k", "c_commit"
-                        ),
-                    ]
-                )
-                .filter(pl.col("key") != "")
-                .unique()
-                .sort("key", "task_id")
-            )
+            self._catalog = {}
+            for task_id, id_kind, repo_k, c_commit, upstream in cols.unique().iter_rows():
+                for key in {upstream, task_id} - {"", None}:
+                    self._catalog.setdefault(key, []).append((task_id, id_kind, repo_k, c_commit))
 
-    def _benchmark_hits(self, runs: pl.DataFrame) -> pl.DataFrame:
-        """``__row, detail`` of the runs that are benchmark tasks (first hit per run)."""
-        ids = (
-            pl.concat(
-                [
-                    runs.select("__row", id_key(pl.col("instance_id")).alias("id_k")),
-                    runs.select("__row", id_key(pl.col("__upstream")).alias("id_k")),
-                ]
-            )
-            .filter(pl.col("id_k") != "")
-            .unique()
-        )
-        by_id = ids.join(self._bench_ids, on="id_k", how="inner").select(
-            "__row", "benchmark", "b_id", pl.lit("id").alias("how"), pl.lit("").alias("b_commit")
-        )
-        by_commit = (
-            runs.filter(pl.col("__commit") != "")
-            .with_columns(pl.col("__commit").str.slice(0, MIN_COMMIT).alias("c7"))
-            .join(self._bench_commits, left_on=["__repo", "c7"], right_on=["repo_k", "c7"], how="inner")
-            .filter(_commits_match("__commit", "b_commit"))
-            .select("__row", "benchmark", "b_id", pl.lit("repo+commit").alias("how"), "b_commit")
-        )
-        hits = (
-            pl.concat([by_id, by_commit])
-            .sort("__row", "how", "benchmark", "b_id")
-            .unique("__row", keep="first")
-        )
-        detail = pl.concat_str(
-            [
-                pl.lit("benchmark="),
-                pl.col("benchmark"),
-                pl.lit(" instance="),
-                pl.col("b_id"),
-                pl.lit(" by="),
-                pl.col("how"),
-                pl.when(pl.col("b_commit") != "")
-                .then(pl.lit(" base_commit=") + pl.col("b_commit").str.slice(0, 12))
-                .otherwise(pl.lit("")),
+    def _hit(self, ids: tuple[str, str], repo: str, commit: str) -> Hit | None:
+        """The benchmark instance a run (its id keys, repo key and commit) is the task of, if any."""
+        hits = [h for k in set(ids) - {""} for h in self._by_id.get(k, ())]
+        if commit:
+            hits += [
+                h for h in self._by_commit.get((repo, commit[:MIN_COMMIT]), ()) if commits_match(commit, h[3])
             ]
-        )
-        return hits.select("__row", detail.alias("__detail"))
+        return _first(hits) if hits else None
 
-    def _catalog_map(self, runs: pl.DataFrame) -> pl.DataFrame:
-        """``__row, task_id, id_kind`` of the runs whose catalog task is at the same checkout."""
+    def _catalog_task(self, pool: str, repo: str, commit: str) -> tuple[str | None, str | None] | None:
+        """(task_id, id_kind) of the run's catalog task at the same checkout (least task_id), if any."""
         assert self._catalog is not None
-        return (
-            runs.select("__row", "__pool", "__repo", "__commit")
-            .join(self._catalog, left_on="__pool", right_on="key", how="inner")
-            .filter((pl.col("__repo") == pl.col("repo_k")) & _commits_match("__commit", "c_commit"))
-            .sort("__row", "task_id")
-            .unique("__row", keep="first")
-            .select("__row", pl.col("task_id").alias("__task_id"), pl.col("id_kind").alias("__id_kind"))
-        )
+        found = [
+            (task_id, id_kind)
+            for task_id, id_kind, repo_k, c_commit in self._catalog.get(pool, ())
+            if repo == repo_k and commits_match(commit, c_commit)
+        ]
+        # the least task_id (a null first); a tie (the task under two kinds) by kind, so that the
+        # choice never depends on the index's order
+        return min(found, key=lambda t: (_null_first(t[0]), _null_first(t[1]))) if found else None
 
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
         upstream = (
@@ -187,38 +171,46 @@ class TaskDedup(Stage):
             if "upstream_id" in batch.columns
             else pl.lit("")
         )
-        pool = pl.col("instance_id").cast(pl.Utf8).fill_null("")
-        runs = batch.with_row_index("__row").with_columns(
-            upstream.alias("__upstream"),
-            pool.alias("__pool"),
-            repo_key(pl.col("repo")).alias("__repo"),
-            run_checkout(batch).alias("__commit"),
+        keys = batch.select(
+            id_key(pl.col("instance_id")).alias("id"),
+            id_key(upstream).alias("up_id"),
+            upstream.alias("upstream"),
+            pl.col("instance_id").cast(pl.Utf8).fill_null("").alias("pool"),
+            repo_key(pl.col("repo")).alias("repo"),
+            run_checkout(batch).alias("commit"),
         )
-        hits = self._benchmark_hits(runs)
-        runs = runs.join(hits, on="__row", how="left", maintain_order="left")
-        is_hit = pl.col("__detail").is_not_null()
-        gone = runs.filter(is_hit)
-        dropped = drops_from(gone, self.name, "benchmark_task", pl.col("__detail"))
-        kept = runs.filter(~is_hit)
+        details: list[str | None] = []
+        for id_k, up_k, _, _, repo, commit in keys.iter_rows():
+            hit = self._hit((id_k, up_k), repo, commit)
+            details.append(None if hit is None else _detail(hit))
+        counters: Counter[str] = Counter()
+        dropped = empty(DROPS)
+        kept, kept_keys = batch, keys
+        if any(d is not None for d in details):
+            is_hit = pl.Series([d is not None for d in details], dtype=pl.Boolean)
+            gone = batch.filter(is_hit)
+            detail = pl.lit(pl.Series([d for d in details if d is not None], dtype=pl.Utf8))
+            dropped = drops_from(gone, self.name, "benchmark_task", detail)
+            kept, kept_keys = batch.filter(~is_hit), keys.filter(~is_hit)
+            counters["benchmark_task"] = gone.height
         # upstream_id always keeps the pool's id; instance_id/id_kind come from the catalog only
         # for the same checkout.
+        up_ids: list[str] = []
+        inst: list[str | None] = []
+        kinds: list[str] = []
+        for (_, _, up, pool, repo, commit), orig in zip(
+            kept_keys.iter_rows(), kept.get_column("instance_id").cast(pl.Utf8).to_list(), strict=True
+        ):
+            up_ids.append(up or pool)
+            task = self._catalog_task(pool, repo, commit) if self._catalog is not None else None
+            inst.append(orig if task is None or task[0] is None else task[0])
+            kinds.append("pool" if task is None or task[1] is None else task[1])
         kept = kept.with_columns(
-            pl.when(pl.col("__upstream") != "")
-            .then(pl.col("__upstream"))
-            .otherwise(pl.col("__pool"))
-            .alias("upstream_id")
+            pl.Series("upstream_id", up_ids, dtype=pl.Utf8),
+            pl.Series("id_kind", kinds, dtype=pl.Utf8),
+            pl.Series("instance_id", inst, dtype=pl.Utf8)
+            if self._catalog is not None
+            else pl.col("instance_id"),
         )
-        if self._catalog is not None:
-            mapped = self._catalog_map(kept)
-            kept = kept.join(mapped, on="__row", how="left", maintain_order="left").with_columns(
-                pl.coalesce(pl.col("__task_id"), pl.col("instance_id")).alias("instance_id"),
-                pl.coalesce(pl.col("__id_kind"), pl.lit("pool")).alias("id_kind"),
-            )
-        else:
-            kept = kept.with_columns(pl.lit("pool").alias("id_kind"))
         out_cols = list(batch.columns) + [c for c in ("upstream_id", "id_kind") if c not in batch.columns]
-        kept = kept.select(out_cols)
-        counters: Counter[str] = Counter()
-        if gone.height:
-            counters["benchmark_task"] = gone.height
-        return StageOutput(kept, dropped, counters)
+        return StageOutput(kept.select(out_cols), dropped, counters)
