@@ -220,6 +220,20 @@ def test_bash_harness_edit_and_pi_tools(tmp_path: Path) -> None:
     assert f.read_text() == "b = 2\n"
 
 
+@pytest.mark.parametrize("tool", ["read", "read_file"])
+def test_a_read_of_a_file_whose_text_holds_a_failure_hint_is_the_files_text(
+    tmp_path: Path, tool: str
+) -> None:
+    # Rust's ``Error::new`` holds "Error:", a comment "not found": hints of a failed tool only on
+    # the first line of an output with no return code, never in the text of a file
+    f = tmp_path / "core.rs"
+    text = 'use crate::error::Error;\n\n// not found: an empty list\npub fn f() -> Result<(), Error> {\n    Err(Error::new("empty"))\n}\n'
+    f.write_text(text)
+    cmd, out, rc, _ = one(call(tool, text, path=str(f)))
+    assert (cmd, out, rc) == (f"cat '{f}'", text, 0)
+    assert sh(cmd, tmp_path) == (rc, out)
+
+
 def test_claude_code_tools(tmp_path: Path) -> None:
     f = tmp_path / "g.py"
     f.write_text("one\ntwo\nthree\n")

@@ -178,7 +178,9 @@ def _truthy(x: Any) -> bool:
     return str(x).strip().lower() in ("true", "1", "yes")
 
 
-_FAIL_HINT = re.compile("|".join(re.escape(h) for h in _FAIL_HINTS))
+# "Error:" ends a word of the message ("Error: File not found", "ERROR:\n…"), never a path of
+# Rust or C++ (``Error::new``, ``std::Error::``): a hint ending in ":" is one only when no ":" follows
+_FAIL_HINT = re.compile("|".join(re.escape(h) + ("(?!:)" if h.endswith(":") else "") for h in _FAIL_HINTS))
 # the whitespace str.lstrip() strips (re's \s is str.isspace, as lstrip's is)
 _LEADING_SPACE = re.compile(r"\s*")
 
@@ -186,11 +188,14 @@ _LEADING_SPACE = re.compile(r"\s*")
 def _failed(obs: str, rc: int | None) -> bool:
     if rc is not None:
         return rc != 0
-    # a hint in ``obs.lstrip()[:300]``, without copying the text (a view's lines start with
-    # spaces): one search of those 300 characters, not one per hint
+    # a hint on the output's first line (after the leading whitespace; at most 300 characters of
+    # it): a harness reports a failure as its whole output, error first, while a file a read tool
+    # prints may hold a hint anywhere (Rust's ``Err(Error::new(…))``, a comment's "not found").
+    # Searched in place, without copying the text (a view's lines start with spaces).
     m = _LEADING_SPACE.match(obs)
     start = m.end() if m else 0
-    return _FAIL_HINT.search(obs, start, start + 300) is not None
+    end = obs.find("\n", start, start + 300)
+    return _FAIL_HINT.search(obs, start, start + 300 if end < 0 else end) is not None
 
 
 # ---------------------------------------------------------------- bash
