@@ -37,14 +37,12 @@ class Verdict:
 def scan_run(
     row: dict[str, object],
     maybe: list[bool] | None = None,
-    bracket: list[bool] | None = None,
-    bug: list[bool] | None = None,
+    lines: list[bool] | None = None,
 ) -> Verdict:
     """Both steps for one run (a dict with instance_id, repo, base_commit, patch, commands, outputs).
 
-    ``maybe`` (per command, :func:`maybe_attempt`), ``bracket`` (per output, it may hold an
-    ``OWN_COMMIT`` line) and ``bug`` (per output, it may hold a ``BUG_SUBJECT`` line) are the batch's
-    vectorised pre-filters (:func:`prefilters`: necessary conditions, so an output they rule out is
+    ``maybe`` (per command, :func:`maybe_attempt`) and ``lines`` (per output, it may hold an
+    ``OWN_COMMIT`` or a ``BUG_SUBJECT`` line) are the batch's vectorised pre-filters (:func:`prefilters`: necessary conditions, so an output they rule out is
     never read); computed here when not given.
     """
     task = make_task(row)
@@ -66,7 +64,7 @@ def scan_run(
         for seg in split_command(cmd) if may else ():
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
-            if kind is None and not (is_git and (bug is None or i >= len(bug) or bug[i])):
+            if kind is None and not (is_git and (lines is None or i >= len(lines) or lines[i])):
                 continue
             if out is None:
                 out = output_at(outputs, i)
@@ -88,8 +86,8 @@ def scan_run(
                 return verdict
             verdict.attempts.add(final)
         # OWN_COMMIT: the (slow, line-anchored) Python scan only where the Rust twin matched
-        if bracket is not None and i < len(bracket):
-            if bracket[i]:
+        if lines is not None and i < len(lines):
+            if lines[i]:
                 task.own_shas.update(OWN_COMMIT.findall(output_at(outputs, i) if out is None else out))
             continue
         out = output_at(outputs, i) if out is None else out

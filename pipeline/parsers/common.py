@@ -276,10 +276,12 @@ OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
 # a chain of one-line notes ``\n?[…]`` (tests/test_parsers_tail.py gives it in that form). The
 # first note's head is spelled "\n[" or "[", so that a search skips to those two characters
 # instead of trying the whole pattern at every position of the tail.
-_OH_NOTE_BODY = (
-    r"(?:Current working directory: [^\n\]]*|Python interpreter: [^\n\]]*"
-    r"|Command finished with exit code -?\d+)\]"
+_OH_CWD, _OH_PYTHON, _OH_EXIT = (
+    "Current working directory: ",
+    "Python interpreter: ",
+    "Command finished with exit code ",
 )
+_OH_NOTE_BODY = rf"(?:{_OH_CWD}[^\n\]]*|{_OH_PYTHON}[^\n\]]*|{_OH_EXIT}-?\d+)\]"
 OH_TRAILER_RE = re.compile(rf"(?:\n\[|\[){_OH_NOTE_BODY}(?:\n?\[{_OH_NOTE_BODY})*\s*\Z")
 SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
 # SWE-agent's window-state footer (templates, not command output).
@@ -296,10 +298,8 @@ _DECORATED_HEAD = re.compile(
     r"|The (?:last command <command>|command timed out)"  # _fill's timeout messages
 )
 _DECORATED_LAST = "]$"
-_OH_NOTE_HEAD = re.compile(
-    r"\[(?:Current working directory: |Python interpreter: |Command finished with exit code )"
-)
-OH_EXIT_MARK = "[Command finished with exit code "
+_OH_NOTE_HEAD = re.compile(rf"\[(?:{_OH_CWD}|{_OH_PYTHON}|{_OH_EXIT})")
+OH_EXIT_MARK = f"[{_OH_EXIT}"
 
 
 def clean_observation(text: str, counters: Counter[str]) -> tuple[str, int | None]:

@@ -69,7 +69,7 @@ class SolutionLeak(Stage):
         rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
         outputs = LazyTexts.per_run(batch.get_column("outputs")[idx])  # converted when read
         for i, row, texts, fl in zip(idx, rows, outputs, flags[idx].iter_rows(named=True), strict=True):
-            v = scan_run({**row, "outputs": texts}, fl["maybe"], fl["lines"], fl["lines"])
+            v = scan_run({**row, "outputs": texts}, fl["maybe"], fl["lines"])
             if v.kind:
                 drop[i], reasons[i], details[i] = True, v.kind, v.detail
             else:
