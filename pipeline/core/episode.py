@@ -117,6 +117,9 @@ class Meta:
     fold_group: str | None = None
     epoch: int | None = None
     repo_root: str | None = None  # the root the harness used, when the parser saw it
+    # the patch the record says the run submitted ("" a submit with no patch); None: the record
+    # does not say. The verify step holds a submitted run's final message to it.
+    submission: str | None = None
 
 
 @dataclass(slots=True)
