@@ -85,6 +85,37 @@ def shlex_split(line: str) -> list[str]:
         return line.split()
 
 
+def logical_lines(text: str) -> list[str]:
+    """``text`` split at the newlines that end a command: not those inside quotes (a quoted
+    multi-line argument, ``printf '%s\\n' 'a\\nb'``) or after a backslash (a continued line)."""
+    if "\n" not in text:
+        return [text]
+    if "'" not in text and '"' not in text and "\\\n" not in text:
+        return text.split("\n")
+    lines: list[str] = []
+    start, quote, i, n = 0, "", 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == start or text[i - 1] in " \t;&|("):
+            j = text.find("\n", i)  # a comment: its quotes are not quotes
+            i = n if j < 0 else j
+            continue
+        elif c == "\n":
+            lines.append(text[start:i])
+            start = i + 1
+        i += 1
+    lines.append(text[start:])
+    return lines
+
+
 def split_command(cmd: str) -> list[Segment]:
     """Split a bash command into simple commands with wrappers peeled (cd, env, timeout, bash -c)."""
     bodies: list[str] = []
@@ -96,7 +127,7 @@ def split_command(cmd: str) -> list[Segment]:
     flat = HEREDOC.sub(cut, cmd)
     segs: list[Segment] = []
     body_i = 0
-    for line in flat.split("\n"):
+    for line in logical_lines(flat):
         toks = line.split() if PLAIN.fullmatch(line) else shlex_split(line)
         cur: list[str] = []
         for t in [*toks, ";"]:

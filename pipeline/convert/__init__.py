@@ -15,6 +15,13 @@
   block has its backticks written ``~~~`` (``convert/thought_fence_rewritten``); a *command* with
   a line starting with three backticks cannot be put in one block and drops the run
   (``convert/fence_in_command``);
+* a return code is the record's (the step's, or the harness's exit-code note); where there is none
+  it is inferred only by a measured rule (``infer_returncode``), else it is unknown (``None`` with
+  :attr:`TurnSource.rc_from` ``"unknown"``): the verify step drops such a run, a code is never
+  guessed;
+* a submit whose patch the record does not hold (neither ``Meta.submission`` nor a diff in the
+  finish step's observation) is not rendered as a submit: the run ends unsubmitted before it
+  (``convert/submission_unknown``), as mini's final message would otherwise claim an empty diff;
 * a command that never finished (``Step.timed_out``) gets mini-swe-agent's timeout message as its
   reply, with what it printed before it was killed; its return code is None (mini records none),
   never an inferred 0 (``convert/timed_out``);
@@ -37,12 +44,34 @@ from pipeline.convert.render import (
     render_assistant,
     render_messages,
 )
+from pipeline.convert.returncodes import infer_returncode
 from pipeline.convert.roots import RootRewriter
-from pipeline.convert.tools import Action, ToolState, convert_call, peel_wrappers, split_exit_marker
+from pipeline.convert.tools import (
+    BASH_TOOLS,
+    Action,
+    ToolState,
+    convert_call,
+    peel_wrappers,
+    split_exit_marker,
+)
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.common import SUBMIT_MARKERS
 
-__all__ = ["SUBMIT_COMMAND", "Converted", "convert_episode", "convert_turns"]
+__all__ = ["SUBMIT_COMMAND", "Converted", "TurnSource", "convert_episode", "convert_turns"]
+
+
+@dataclass(slots=True)
+class TurnSource:
+    """Where one converted turn came from: what the verify step checks it against."""
+
+    step: int  # the episode step it converts
+    tool: str  # "bash" or the tool's name
+    synthesised: bool  # the command was built by a converter, not recorded as shell text
+    # where the return code comes from: "record" (the step's code or the harness's exit-code
+    # note), "converter" (a synthesised command's own outcome), "rule:<name>" (a measured
+    # inference rule), "timeout", "submit", or "unknown" (none: the run cannot be published)
+    rc_from: str
+    observation: str  # the step's observation as recorded (roots rewritten)
 
 
 @dataclass
@@ -55,6 +84,8 @@ class Converted:
     counters: Counter[str] = field(default_factory=Counter)
     problem_statement: str = ""  # the task as rendered: its roots rewritten like every message
     thoughts: list[str] = field(default_factory=list)  # each turn's THOUGHT, as rendered
+    sources: list[TurnSource] = field(default_factory=list)  # one per turn
+    submission: str | None = None  # the patch the record says was submitted (Meta.submission)
 
     def rendering(self) -> tuple[str, list[str], list[str], list[str], list[int | None], bool]:
         """The arguments of ``render_messages`` and ``render_contents``."""
@@ -109,6 +140,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     commands: list[str] = []
     outputs: list[str] = []
     returncodes: list[int | None] = []
+    sources: list[TurnSource] = []
     carry: list[str] = []  # thoughts waiting for the next emitted turn
     tool_names: list[str] = []  # each step's tool, counted once the loop is done
     submitted = False
@@ -116,6 +148,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     for turn, step in enumerate(ep.steps):
         thought = roots(step.thought).strip()
         obs = roots(step.observation)
+        synthesised = False
         if isinstance(step.call, Bash):
             name = "bash"
             cmd = peel_wrappers(roots(step.call.command))
@@ -130,6 +163,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
             args = roots.deep(step.call.args)
             assert isinstance(args, dict)
             action = convert_call(name, args, obs, step.returncode, turn, state)
+            synthesised = name not in BASH_TOOLS
             if action.kind == "run" and _is_submit_command(action.command):
                 action = Action("submit", output=obs)
         else:  # pragma: no cover - the Episode contract allows only these two
@@ -150,13 +184,19 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
                 raise ConvertError("no_actions", f"turn {turn}: {name} before any command")
             # a finish message is the agent's closing words: part of the submit turn's thought
             words = [*carry, thought, roots(action.text).strip()]
-            thoughts.append("\n\n".join(w for w in words if w))
-            patch = _submission(action.output)
-            if not patch:
+            carry = []
+            recorded = ep.meta.submission
+            patch = roots(recorded) if recorded is not None else _submission(action.output)
+            if recorded is None and not patch:
+                # the record does not say what was submitted: a submit would claim an empty diff
                 counters["convert/submission_unknown"] += 1
+                carry += [w for w in words if w]
+                break
+            thoughts.append("\n\n".join(w for w in words if w))
             commands.append(SUBMIT_COMMAND)
             outputs.append(f"{SENTINELS[0]}\n{patch}")
             returncodes.append(0)
+            sources.append(TurnSource(turn, name, True, "submit", obs))
             submitted = True
             if turn < len(ep.steps) - 1:
                 counters["convert/after_submit_dropped"] += len(ep.steps) - 1 - turn
@@ -168,17 +208,25 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
         if cmd.startswith("```") or "\n```" in cmd:
             raise ConvertError("fence_in_command", f"turn {turn}: {name}")
         rc = action.returncode
+        rc_from = "converter" if synthesised else "record"
         if step.timed_out:
-            rc = None
+            rc, rc_from = None, "timeout"
             counters["convert/timed_out"] += 1
         elif rc is None:
-            rc = 0
-            counters["convert/returncode_inferred"] += 1
+            inferred = None if synthesised else infer_returncode(cmd, action.output)
+            if inferred is None:
+                rc_from = "unknown"
+                counters["convert/returncode_unknown"] += 1
+            else:
+                rc, rule = inferred
+                rc_from = f"rule:{rule}"
+                counters[f"convert/returncode_inferred/{rule}"] += 1
         thoughts.append("\n\n".join([*carry, thought]) if carry else thought)
         carry = []
         commands.append(cmd)
         outputs.append(action.output)
         returncodes.append(None if rc is None else int(rc))
+        sources.append(TurnSource(turn, name, synthesised, rc_from, obs))
 
     for name, n in Counter(tool_names).items():
         counters[f"convert/tool/{name}"] += n
@@ -189,6 +237,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     if len(commands) > step_limit:
         counters["convert/step_limit_truncated"] += 1
         del thoughts[step_limit:], commands[step_limit:], outputs[step_limit:], returncodes[step_limit:]
+        del sources[step_limit:]
         submitted = False
     for i, t in enumerate(thoughts):
         if "```" in t and parse_actions(render_assistant(t, commands[i])) != [commands[i]]:
@@ -198,4 +247,6 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     counters["convert/turns"] += len(commands)
     # a harness preamble in the task ("checked out at /repo") names the root too
     task = roots(ep.task.problem_statement)
-    return Converted([], commands, outputs, returncodes, submitted, counters, task, thoughts)
+    conv = Converted([], commands, outputs, returncodes, submitted, counters, task, thoughts, sources)
+    conv.submission = None if ep.meta.submission is None else roots(ep.meta.submission)
+    return conv

@@ -33,12 +33,14 @@ def _declare() -> dict[str, tuple[type[Step[Any, Any]], ...]]:
     from pipeline.stages.task_dedup import TaskDedup
     from pipeline.stages.traj_dedup import TrajDedup
     from pipeline.stages.validate import Validate
+    from pipeline.stages.verify import Verify
 
     # In ledger order: a run is dropped once, by the first step that drops it.
     steps: tuple[type[Step[Any, Any]], ...] = (
         Quarantine,
         Parse,
         Convert,
+        Verify,
         TaskDedup,
         SolutionLeak,
         BenchmarkLeak,

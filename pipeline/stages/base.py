@@ -42,6 +42,7 @@ StageName = Literal[
     "quarantine",
     "parse",
     "convert",
+    "verify",
     "task_dedup",
     "solution_leak",
     "benchmark_leak",

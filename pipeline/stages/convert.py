@@ -1,23 +1,35 @@
-"""Convert: every parsed run → mini-swe-agent v1 messages and one WORK row (``pipeline/convert/``)."""
+"""Convert: every parsed run → its converted turns (``pipeline/convert/``), for the verify step."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from itertools import chain
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.convert.render import message_roles, render_contents
-from pipeline.core.rows import dataset_of, work_row
-from pipeline.stages.base import RunStep, StageOutput, paused_gc
+from pipeline.convert.render import message_roles
+from pipeline.core.rows import dataset_of
+from pipeline.stages.base import RunStep
 from pipeline.stages.parse import Parsed
 from schemas.run import WORK, empty, polars_schema
 
+if TYPE_CHECKING:
+    from pipeline.convert import Converted
 
-class Convert(RunStep[Parsed, pl.DataFrame]):
+
+@dataclass(slots=True)
+class Converting:
+    """A converted run on its way to the verify step, with the record it is checked against."""
+
+    parsed: Parsed
+    conv: Converted
+
+
+class Convert(RunStep[Parsed, list[Converting]]):
     name = "convert"
     reasons: ClassVar[tuple[str, ...]] = (
         "unknown_tool",
@@ -25,6 +37,7 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
         "bad_step",
         "empty_command",
         "no_turns",
+        "no_actions",
         "fence_in_command",
         "interactive_input",
         "undo_edit",
@@ -33,6 +46,8 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
         "sweagent_search_overflow",
         "unverifiable_listing",
         "unverifiable_search",
+        "unverifiable_view",
+        "clipped_view",
         "apply_patch_format",
         "apply_patch_failed",
         "too_deep",
@@ -40,48 +55,40 @@ class Convert(RunStep[Parsed, pl.DataFrame]):
     )
     namespaces = ("dialect_drops", "dialect_turns")
 
-    def process(self, batch: list[Parsed]) -> StageOutput[pl.DataFrame]:
-        # the collector stays paused until the batch's rows are in the frame and freed: resumed
-        # before the frame is built (as the base does), it scans every message dict of the batch
-        # at least once more before they are dropped
-        with paused_gc():
-            return super().process(batch)
-
-    def one(self, item: Parsed, counters: Counter[str]) -> dict[str, Any]:
-        """The run's WORK row, but its ``messages`` only their contents (their roles follow from
-        its turn count, ``message_roles``): ``collect`` builds the column from them."""
+    def one(self, item: Parsed, counters: Counter[str]) -> Converting:
         from pipeline.convert import convert_turns
 
         conv = convert_turns(item.episode, step_limit=self.ctx.config.limits.step_limit)
         counters.update(conv.counters)
         counters[f"dialect_turns/{item.episode.meta.dialect}"] += len(conv.commands)
-        row = work_row(item.raw, item.episode, conv)
-        row["messages"] = render_contents(*conv.rendering())
-        return row
-
-    def collect(self, kept: list[Any]) -> pl.DataFrame:
-        if not kept:
-            return empty(WORK)
-        try:
-            return _frame(kept)
-        except Exception:  # a value the fast path will not take: the plain conversion decides
-            pass
-        kept = [{**row, "messages": _messages(row)} for row in kept]
-        # column by column through Arrow: twice as fast as polars reading a list of row dicts
-        try:
-            table = pa.Table.from_arrays(
-                [pa.array([row[f.name] for row in kept], type=f.type) for f in WORK], schema=WORK
-            )
-        except (pa.ArrowException, OverflowError, TypeError, ValueError):
-            # a value Arrow will not take as it is: polars' own conversion decides (and says why)
-            return pl.DataFrame(kept, schema=empty(WORK).schema)
-        return cast(pl.DataFrame, pl.from_arrow(table))
+        return Converting(item, conv)
 
     def where(self, item: Parsed) -> tuple[str, int | None, str]:
         return item.raw.source_uid, item.raw.epoch, dataset_of(item.raw)
 
     def on_drop(self, item: Parsed, reason: str, counters: Counter[str]) -> None:
         counters[f"dialect_drops/{item.episode.meta.dialect}/{self.name}/{reason}"] += 1
+
+
+def work_frame(kept: list[dict[str, Any]]) -> pl.DataFrame:
+    """The WORK frame of converted rows whose ``messages`` are only their contents (their roles
+    follow from the turn count, ``message_roles``)."""
+    if not kept:
+        return empty(WORK)
+    try:
+        return _frame(kept)
+    except Exception:  # a value the fast path will not take: the plain conversion decides
+        pass
+    kept = [{**row, "messages": _messages(row)} for row in kept]
+    # column by column through Arrow: twice as fast as polars reading a list of row dicts
+    try:
+        table = pa.Table.from_arrays(
+            [pa.array([row[f.name] for row in kept], type=f.type) for f in WORK], schema=WORK
+        )
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        # a value Arrow will not take as it is: polars' own conversion decides (and says why)
+        return pl.DataFrame(kept, schema=empty(WORK).schema)
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 def _messages(row: dict[str, Any]) -> list[dict[str, str]]:
