@@ -55,6 +55,7 @@ from pipeline.convert.tools import (
     split_exit_marker,
 )
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
+from pipeline.parsers.affine_view import EXIT_NOTED_HARNESSES
 from pipeline.parsers.common import SUBMIT_MARKERS
 
 __all__ = ["SUBMIT_COMMAND", "Converted", "TurnSource", "convert_episode", "convert_turns"]
@@ -68,7 +69,8 @@ class TurnSource:
     tool: str  # "bash" or the tool's name
     synthesised: bool  # the command was built by a converter, not recorded as shell text
     # where the return code comes from: "record" (the step's code or the harness's exit-code
-    # note), "converter" (a synthesised command's own outcome), "rule:<name>" (a measured
+    # note), "exit_note_absent" (a harness that notes every nonzero exit wrote none), "converter"
+    # (a synthesised command's own outcome), "rule:<name>" (a measured
     # inference rule), "timeout", "submit", or "unknown" (none: the run cannot be published)
     rc_from: str
     observation: str  # the step's observation as recorded (roots rewritten)
@@ -141,6 +143,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     outputs: list[str] = []
     returncodes: list[int | None] = []
     sources: list[TurnSource] = []
+    exit_noted = ep.meta.harness in EXIT_NOTED_HARNESSES  # no exit note: the command exited 0
     carry: list[str] = []  # thoughts waiting for the next emitted turn
     tool_names: list[str] = []  # each step's tool, counted once the loop is done
     submitted = False
@@ -212,6 +215,8 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
         if step.timed_out:
             rc, rc_from = None, "timeout"
             counters["convert/timed_out"] += 1
+        elif rc is None and not synthesised and exit_noted:
+            rc, rc_from = 0, "exit_note_absent"
         elif rc is None:
             inferred = None if synthesised else infer_returncode(cmd, action.output)
             if inferred is None:

@@ -101,7 +101,8 @@ def compute_stats(
         f"{s}/{r}": int(n)
         for s, r, n in drops.group_by("stage", "reason").len().sort("stage", "reason").iter_rows()
     }
-    early = drops.filter(pl.col("stage").is_in(["quarantine", "parse", "convert"])).height
+    # a run the verify step refused was not converted faithfully: it is not counted as converted
+    early = drops.filter(pl.col("stage").is_in(["quarantine", "parse", "convert", "verify"])).height
     ok_total = total_in == published.height + d.height + q.height
     # per dataset: quarantined input has no dataset, so it is checked in the totals only
     pub_ds, drop_ds = _by(published, "dataset"), _by(d, "dataset")

@@ -185,6 +185,11 @@ def parse_view(raw: RawRun) -> Episode:
 
 
 # The harnesses of Affine's policies (``policy.harness``) and the machine each one is.
+# Harnesses whose shell tool notes every nonzero exit in its result (Claude Code's leading "Exit
+# code N", pi's "Command exited with code N", the bash and hermes tools' "[exit code: N]"): a
+# result without the note records an exit status of 0.
+EXIT_NOTED_HARNESSES = frozenset({"bash", "pi", "claude_code", "hermes_agent"})
+
 AFFINE_MACHINES: Machines = {
     "bash": ("bash", "Affine's bash-tool harness (each command runs in `bash -c`, off a terminal)"),
     "mini_swe_textbased": (

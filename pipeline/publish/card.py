@@ -57,6 +57,7 @@ SUMMARY_STEPS = [
     ("quarantine", ("unreadable", "unreadable")),
     ("parse", ("not parsable", "not parsable")),
     ("convert", ("not convertible", "not convertible")),
+    ("verify", ("not proven faithful", "not proven faithful")),
     ("task_dedup", ("benchmark task", "benchmark tasks")),
     ("solution_leak", ("solution leak", "solution leaks")),
     ("benchmark_leak", ("benchmark leak", "benchmark leaks")),
