@@ -237,3 +237,43 @@ def test_the_step_drops_with_its_reason_and_counts_it() -> None:
     assert out.kept.height == 1
     assert out.dropped.select("stage", "reason").rows() == [("verify", "harness_tool")]
     assert out.counters == Counter({"verify/harness_tool": 1, "dialect_drops/bash/verify/harness_tool": 1})
+
+
+# ---------------------------------------------------------------- effect, replayed on displayed files
+
+
+def edit_run(old: str, report: str) -> Episode:
+    edit = ToolCall(
+        "str_replace_editor",
+        {"command": "str_replace", "path": "/testbed/a.py", "old_str": old, "new_str": "y"},
+    )
+    return episode([Step("look", Bash("cat /testbed/a.py"), "x = 1\nz = 2\n", 0), Step("fix", edit, report)])
+
+
+def test_an_edit_on_a_displayed_file_is_run_on_it_and_must_print_what_the_run_shows() -> None:
+    ok = "The file /testbed/a.py has been edited."
+    assert reason(edit_run("x = 1", ok)) is None
+    # the harness said it applied an edit whose old text the displayed file does not hold
+    v = verify(edit_run("x = 9", ok), convert_turns(edit_run("x = 9", ok)))
+    assert v is not None and v.rule == "edit_effect" and "run on the file as displayed" in v.detail
+
+
+def test_a_run_command_that_may_write_forgets_the_displayed_files() -> None:
+    from pipeline.verify.files import Files, read_only
+
+    files = Files({"/testbed/a.py": "x\n"})
+    files.after("sed -n 1p a.py", "x\n", 0, False)
+    assert files.known
+    files.after("sed -i s/x/y/ a.py", "", 0, False)
+    assert not files.known
+    assert read_only("git diff HEAD | head") and not read_only("git checkout a.py")
+    assert not read_only("echo x > a.py") and not read_only("find . -delete")
+
+
+def test_an_edit_script_outside_the_converters_shapes_is_not_run() -> None:
+    from pipeline.verify.files import Files, run_edit
+
+    files = Files({"/testbed/a.py": "x\n"})
+    assert run_edit("import os\nos.system('touch /tmp/pwned')", files) is None
+    assert run_edit("__import__('os')", files) is None
+    assert run_edit("while True:\n    pass", files) is None

@@ -17,7 +17,8 @@ from pipeline.convert.render import SUBMIT_COMMAND, submission_of
 from pipeline.convert.roots import TESTBED
 from pipeline.core.episode import Episode
 from pipeline.verify.decoration import decoration_in
-from pipeline.verify.effects import edit_violation
+from pipeline.verify.effects import REFUSAL, edit_violation
+from pipeline.verify.files import Files, edit_script, run_edit
 from pipeline.verify.programs import unknown_programs
 
 
@@ -41,13 +42,38 @@ def executable(s: Subject) -> Violation | None:
 
 
 def effect(s: Subject) -> Violation | None:
-    """A synthesised command has the original call's effect (none when it was refused)."""
+    """A synthesised command has the original call's effect (none when it was refused): run on
+    the file as the run displayed it where it did, else proven by construction (``effects``)."""
     conv = s.conv
+    files = Files()
     for turn, (cmd, out, rc, src) in enumerate(
         zip(conv.commands, conv.outputs, conv.returncodes, conv.sources, strict=True)
     ):
-        if src.synthesised and (why := edit_violation(cmd, out, rc, src.observation)) is not None:
-            return Violation("edit_effect", f"turn {turn}: {src.tool}: {why}")
+        edit = edit_script(cmd) if src.synthesised else None
+        if edit is None:
+            files.after(cmd, out, rc, src.synthesised)
+            if src.synthesised and (why := edit_violation(cmd, out, rc, src.observation)) is not None:
+                return Violation("edit_effect", f"turn {turn}: {src.tool}: {why}")
+            continue
+        if REFUSAL.search(src.observation):
+            return Violation(
+                "edit_effect", f"turn {turn}: {src.tool}: the harness refused the call, the command writes"
+            )
+        outcome = run_edit(edit[0], files)
+        if outcome is None:
+            files.known.clear()  # it may have written a file not known: nothing is known after it
+            if (why := edit_violation(cmd, out, rc, src.observation)) is not None:
+                return Violation("edit_effect", f"turn {turn}: {src.tool}: {why}")
+            continue
+        chained = bool(edit[1]) and outcome.code == 0  # `script && display`: the display printed too
+        if (outcome.code == 0) != (rc == 0) or not (
+            out.startswith(outcome.printed) if chained else out == outcome.printed
+        ):
+            return Violation(
+                "edit_effect",
+                f"turn {turn}: {src.tool}: run on the file as displayed, it exits {outcome.code} "
+                f"and prints {outcome.printed[:80]!r}, not what the run shows",
+            )
     return None
 
 
