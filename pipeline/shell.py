@@ -73,9 +73,26 @@ class Segment:
     op: str = ""  # the operator that follows it in the chain ("|", "&&", ";", …; "" at the end)
 
 
+# A line without backslashes or "#" lexed by one regex: a word is a run of unquoted characters
+# that are neither blank nor ``;&|()`` and of quoted strings, an operator a run of ``;&|()`` (as
+# shlex's punctuation_chars group them). shlex gives the same tokens for such a line (a test holds
+# the two together) at a tenth of the cost; any other line goes to shlex.
+_FAST_TOKEN = re.compile(r"""(?:[^ \t\r\n'";&|()]+|'[^']*'|"[^"]*")+|[;&|()]+""")
+_QUOTE = re.compile(r"""'([^']*)'|"([^"]*)\"""")
+_BLANKS = frozenset(" \t\r\n")
+
+
+def _unquote(m: re.Match[str]) -> str:
+    return m.group(1) if m.group(1) is not None else m.group(2)
+
+
 def shlex_split(line: str) -> list[str]:
     """POSIX words and operator tokens of one line (``#`` comments dropped); on unbalanced quotes,
     the line split on whitespace."""
+    if "\\" not in line and "#" not in line:
+        tokens = _FAST_TOKEN.findall(line)
+        if set(_FAST_TOKEN.sub("", line)) <= _BLANKS:  # every character in a token or a blank
+            return [_QUOTE.sub(_unquote, t) if ("'" in t or '"' in t) else t for t in tokens]
     try:
         lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
         lex.whitespace_split = True

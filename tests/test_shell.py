@@ -150,3 +150,30 @@ def test_what_convert_peels_the_lexer_peels_too(prefixes: list[str], words: list
     wrap = wrap and "'" not in inner and not set(words) & {"&&", "|", ";"}
     cmd = "".join(prefixes) + (f"bash -lc {inner!r}" if wrap else inner)
     assert [s.argv for s in split_command(cmd)] == [s.argv for s in split_command(peel_wrappers(cmd))]
+
+
+def _shlex_reference(line: str) -> list[str]:
+    """What the lexer gave before its regex path: shlex, or a whitespace split on bad quotes."""
+    import shlex
+
+    try:
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        return list(lex)
+    except ValueError:
+        return line.split()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=" \t\r\n'\"\\#;&|()<>=$-_./~*ab01\u00a0é", max_size=40))
+def test_the_regex_lexer_gives_shlex_s_tokens(line: str) -> None:
+    from pipeline.shell import shlex_split
+
+    assert shlex_split(line) == _shlex_reference(line)
+
+
+def test_split_command_keeps_a_quoted_multiline_argument_in_one_command() -> None:
+    segs = split_command("printf '%s\\n' 'first\n1. second\n2. third' && git status")
+    assert [s.argv[0] for s in segs] == ["printf", "git"]
+    assert segs[0].argv[2] == "first\n1. second\n2. third"

@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.convert import convert_turns
 from pipeline.core.episode import Bash, Episode, Meta, Step, Task, ToolCall
+from pipeline.shell import split_command
 from pipeline.stages.verify import Verify
 from pipeline.verify import RULES, verify
 from pipeline.verify.decoration import decoration_in
@@ -225,14 +226,14 @@ def test_a_failed_edit_passes_only_when_its_failure_is_the_files_content() -> No
 
 def test_the_step_drops_with_its_reason_and_counts_it() -> None:
     from pipeline.core.episode import RawRun
-    from pipeline.stages.convert import Converting
+    from pipeline.stages.convert import Convert
     from pipeline.stages.parse import Parsed
     from tests.builders import ctx
 
     bad = episode(run(("goto 3", "", 0)))
     good = episode(run(("ls", "a\n", 0)))
     raw = RawRun("uid", "test", "sweagent", 1, {}, 0)
-    items = [Converting(Parsed(raw, ep), convert_turns(ep)) for ep in (bad, good)]
+    items = Convert(ctx())([Parsed(raw, ep) for ep in (bad, good)]).kept
     out = Verify(ctx())(items)
     assert out.kept.height == 1
     assert out.dropped.select("stage", "reason").rows() == [("verify", "harness_tool")]
@@ -262,9 +263,9 @@ def test_a_run_command_that_may_write_forgets_the_displayed_files() -> None:
     from pipeline.verify.files import Files, read_only
 
     files = Files({"/testbed/a.py": "x\n"})
-    files.after("sed -n 1p a.py", "x\n", 0, False)
+    files.after("sed -n 1p a.py", "x\n", 0, False, split_command("sed -n 1p a.py"))
     assert files.known
-    files.after("sed -i s/x/y/ a.py", "", 0, False)
+    files.after("sed -i s/x/y/ a.py", "", 0, False, split_command("sed -i s/x/y/ a.py"))
     assert not files.known
     assert read_only("git diff HEAD | head") and not read_only("git checkout a.py")
     assert not read_only("echo x > a.py") and not read_only("find . -delete")

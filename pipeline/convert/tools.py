@@ -26,8 +26,8 @@ Policies:
   and its turn is removed (counted ``convert/undo_edit_noop_removed``).
 * ``is_input`` text other than an interrupt (``C-c``, ``C-d``, ``C-z``) is stdin for a running
   process, which one-shot commands cannot express: drop ``convert/interactive_input``.
-* Return codes: the Step's, else a known marker, else the edit/view outcome, else 0 counted
-  as ``convert/returncode_inferred``.
+* Return codes: the Step's, else a known marker, else the edit/view outcome, else None: the
+  caller infers one by a measured rule or leaves it unknown (never a default 0).
 """
 
 from __future__ import annotations

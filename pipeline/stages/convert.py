@@ -11,8 +11,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.convert.render import message_roles
-from pipeline.core.rows import dataset_of
+from pipeline.convert.render import message_roles, render_contents
+from pipeline.core.rows import dataset_of, work_row
 from pipeline.stages.base import RunStep
 from pipeline.stages.parse import Parsed
 from schemas.run import WORK, empty, polars_schema
@@ -27,6 +27,7 @@ class Converting:
 
     parsed: Parsed
     conv: Converted
+    row: dict[str, Any]  # its WORK row, ``messages`` only their contents (``work_frame``)
 
 
 class Convert(RunStep[Parsed, list[Converting]]):
@@ -61,7 +62,9 @@ class Convert(RunStep[Parsed, list[Converting]]):
         conv = convert_turns(item.episode, step_limit=self.ctx.config.limits.step_limit)
         counters.update(conv.counters)
         counters[f"dialect_turns/{item.episode.meta.dialect}"] += len(conv.commands)
-        return Converting(item, conv)
+        row = work_row(item.raw, item.episode, conv)
+        row["messages"] = render_contents(*conv.rendering())
+        return Converting(item, conv, row)
 
     def where(self, item: Parsed) -> tuple[str, int | None, str]:
         return item.raw.source_uid, item.raw.epoch, dataset_of(item.raw)

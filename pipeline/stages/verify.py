@@ -11,33 +11,37 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from pipeline.convert.render import render_contents
 from pipeline.core.episode import PipelineDrop
-from pipeline.core.rows import dataset_of, work_row
+from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.convert import Converting, work_frame
 from pipeline.verify import REASONS, verify
+from pipeline.verify.decoration import decoration_suspects
 
 
 class Verify(RunStep[Converting, pl.DataFrame]):
     name = "verify"
     reasons: ClassVar[tuple[str, ...]] = (*REASONS, "too_deep", "crash")
     namespaces = ("dialect_drops",)
+    _suspects: list[set[int]]
+    _batch: dict[int, int]
 
     def process(self, batch: list[Converting]) -> StageOutput[pl.DataFrame]:
+        # which outputs may hold harness decoration: one search of the batch's outputs (polars'
+        # regex engine), so the per-pattern checks run only on those
+        self._suspects = decoration_suspects([item.conv.outputs for item in batch])
+        self._batch = {id(item): i for i, item in enumerate(batch)}
         # the collector stays paused until the batch's rows are in the frame and freed: resumed
         # before the frame is built, it scans every message of the batch at least once more
         with paused_gc():
             return super().process(batch)
 
     def one(self, item: Converting, counters: Counter[str]) -> dict[str, Any]:
-        raw, episode = item.parsed.raw, item.parsed.episode
-        violation = verify(episode, item.conv)
+        suspects = self._suspects[self._batch[id(item)]]
+        violation = verify(item.parsed.episode, item.conv, suspects=suspects)
         if violation is not None:
             raise PipelineDrop(self.name, violation.rule, violation.detail)
-        row = work_row(raw, episode, item.conv)
-        row["messages"] = render_contents(*item.conv.rendering())
-        return row
+        return item.row
 
     def collect(self, kept: list[Any]) -> pl.DataFrame:
         return work_frame(kept)

@@ -11,21 +11,31 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from pipeline.convert import Converted
 from pipeline.convert.render import SUBMIT_COMMAND, submission_of
 from pipeline.convert.roots import TESTBED
 from pipeline.core.episode import Episode
+from pipeline.shell import Segment, split_command
 from pipeline.verify.decoration import decoration_in
 from pipeline.verify.effects import REFUSAL, edit_violation
 from pipeline.verify.files import Files, edit_script, run_edit
 from pipeline.verify.programs import unknown_programs
 
 
-@dataclass(frozen=True, slots=True)
 class Subject:
-    episode: Episode
-    conv: Converted
+    """One run under verification: its episode, its conversion, and what the rules share."""
+
+    def __init__(self, episode: Episode, conv: Converted, suspects: set[int] | None = None) -> None:
+        self.episode, self.conv = episode, conv
+        # the turns whose output may hold harness decoration (None: every turn may)
+        self.suspects = suspects
+
+    @cached_property
+    def segments(self) -> list[list[Segment]]:
+        """Each command's simple commands (lexed once for every rule)."""
+        return [split_command(c) for c in self.conv.commands]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +46,7 @@ class Violation:
 
 def executable(s: Subject) -> Violation | None:
     """Every program a command runs exists in the target image; no harness tool is a command."""
-    for turn, prog, kind in unknown_programs(s.conv.commands, s.episode.task.repo):
+    for turn, prog, kind in unknown_programs(s.conv.commands, s.episode.task.repo, s.segments):
         return Violation(kind, f"turn {turn}: {prog}")
     return None
 
@@ -46,12 +56,18 @@ def effect(s: Subject) -> Violation | None:
     the file as the run displayed it where it did, else proven by construction (``effects``)."""
     conv = s.conv
     files = Files()
+    # the displayed files are followed only in a run with an edit script to run on them
+    edits = any(
+        src.synthesised and cmd.startswith("python3 - <<")
+        for cmd, src in zip(conv.commands, conv.sources, strict=True)
+    )
     for turn, (cmd, out, rc, src) in enumerate(
         zip(conv.commands, conv.outputs, conv.returncodes, conv.sources, strict=True)
     ):
         edit = edit_script(cmd) if src.synthesised else None
         if edit is None:
-            files.after(cmd, out, rc, src.synthesised)
+            if edits:
+                files.after(cmd, out, rc, src.synthesised, s.segments[turn])
             if src.synthesised and (why := edit_violation(cmd, out, rc, src.observation)) is not None:
                 return Violation("edit_effect", f"turn {turn}: {src.tool}: {why}")
             continue
@@ -79,8 +95,10 @@ def effect(s: Subject) -> Violation | None:
 
 def observations(s: Subject) -> Violation | None:
     """No harness decoration in an observation unless its command prints it."""
-    for turn, (cmd, out) in enumerate(zip(s.conv.commands, s.conv.outputs, strict=True)):
-        if (name := decoration_in(out, cmd)) is not None:
+    conv = s.conv
+    turns = range(len(conv.commands)) if s.suspects is None else sorted(s.suspects)
+    for turn in turns:
+        if (name := decoration_in(conv.outputs[turn], conv.commands[turn])) is not None:
             return Violation("harness_decoration", f"turn {turn}: {name}")
     return None
 
@@ -174,9 +192,12 @@ REASONS: tuple[str, ...] = (
 )
 
 
-def verify(episode: Episode, conv: Converted, rules: tuple[str, ...] | None = None) -> Violation | None:
-    """The first violation of the run (``rules``: only those named), or None: it may be published."""
-    subject = Subject(episode, conv)
+def verify(
+    episode: Episode, conv: Converted, rules: tuple[str, ...] | None = None, suspects: set[int] | None = None
+) -> Violation | None:
+    """The first violation of the run (``rules``: only those named), or None: it may be published.
+    ``suspects``: the turns whose output may hold decoration (``decoration_suspects``)."""
+    subject = Subject(episode, conv, suspects)
     for name, rule in RULES:
         if (rules is None or name in rules) and (v := rule(subject)) is not None:
             return v

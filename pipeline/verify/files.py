@@ -19,10 +19,11 @@ import ast
 import io
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.shell import split_command
+from pipeline.shell import Segment, split_command
 
 TESTBED = "/testbed"
 _PY_HEREDOC = re.compile(r"\Apython3 - <<'(\w+)'([^\n]*)\n(.*)\n\1\Z", re.S)
@@ -106,19 +107,33 @@ class Outcome:
 
 @dataclass
 class Files:
-    """Known file texts by absolute path."""
+    """Known file texts by absolute path (a display is decoded when an edit first reads it)."""
 
-    known: dict[str, str] = field(default_factory=dict)
+    known: dict[str, str | Callable[[], str | None]] = field(default_factory=dict)
 
-    def after(self, command: str, output: str, returncode: int | None, synthesised: bool) -> None:
-        """Learn from, or forget because of, one converted turn that is not a replayed edit."""
-        if returncode == 0 and (shown := whole_display(command, output)) is not None:
+    def text(self, path: str) -> str | None:
+        """The file's known text, or None."""
+        value = self.known.get(path)
+        if callable(value):
+            value = value()
+            if value is None:
+                del self.known[path]
+            else:
+                self.known[path] = value
+        return value
+
+    def after(
+        self, command: str, output: str, returncode: int | None, synthesised: bool, segments: list[Segment]
+    ) -> None:
+        """Learn from, or forget because of, one converted turn that is not a replayed edit
+        (``segments``: the command's ``split_command``)."""
+        if returncode == 0 and (shown := whole_display(command, output, segments)) is not None:
             self.known[shown[0]] = shown[1]
             return
         if synthesised and (created := created_file(command)) is not None:
             self.known[created[0]] = created[1]
             return
-        if not synthesised and not read_only(command):
+        if self.known and not synthesised and not read_only(command, segments):
             self.known.clear()
 
 
@@ -144,26 +159,36 @@ def _window(command: str, output: str) -> tuple[str, str] | None:
     return _abs(words[1]), ("\n".join(texts) + "\n") if texts != [""] else "\n"
 
 
-def whole_display(command: str, output: str) -> tuple[str, str] | None:
+def whole_display(
+    command: str, output: str, segments: list[Segment] | None = None
+) -> tuple[str, Callable[[], str | None]] | None:
     """``(path, text)`` when a plain ``cat FILE``, ``cat -n FILE`` or a SWE-agent window
-    covering every line printed the whole file."""
+    covering every line printed the whole file; ``text`` decodes the display when called (None:
+    the display is not the whole file after all), so a file never edited costs no decoding."""
     if command.startswith("awk 'NR>="):
-        return _window(command, output)
-    if "|" in command or ">" in command or "\n" in command:
+        shown = _window(command, output)
+        return None if shown is None else (shown[0], lambda: shown[1])
+    if not command.startswith("cat ") or "|" in command or ">" in command or "\n" in command:
         return None
-    segs = split_command(command)
+    segs = split_command(command) if segments is None else segments
     if len(segs) != 1 or segs[0].heredoc:
         return None
     argv = segs[0].argv
     if len(argv) == 2 and argv[0] == "cat" and not argv[1].startswith("-"):
-        return _abs(argv[1]), output
+        return _abs(argv[1]), lambda: output
     if len(argv) == 3 and argv[:2] == ["cat", "-n"]:
-        lines = output.split("\n")
-        body = lines[:-1] if lines[-1] == "" else lines
-        if all(_CAT_N_LINE.match(line) for line in body) and [int(b.split("\t", 1)[0]) for b in body] == list(
-            range(1, len(body) + 1)
-        ):
-            return _abs(argv[2]), _CAT_N_LINE.sub("", output)
+        return _abs(argv[2]), lambda: _cat_n_text(output)
+    return None
+
+
+def _cat_n_text(output: str) -> str | None:
+    """The file ``cat -n`` printed, or None when its lines are not numbered 1, 2, ... in order."""
+    lines = output.split("\n")
+    body = lines[:-1] if lines[-1] == "" else lines
+    if all(_CAT_N_LINE.match(line) for line in body) and [int(b.split("\t", 1)[0]) for b in body] == list(
+        range(1, len(body) + 1)
+    ):
+        return _CAT_N_LINE.sub("", output)
     return None
 
 
@@ -180,11 +205,11 @@ def created_file(command: str) -> tuple[str, str] | None:
     return _abs(path), m.group(4) + "\n"
 
 
-def read_only(command: str) -> bool:
+def read_only(command: str, segments: list[Segment] | None = None) -> bool:
     """Whether ``command`` can change no file (only read-only programs, no redirection)."""
     if ">" in command or "<<" in command:
         return False
-    for seg in split_command(command):
+    for seg in split_command(command) if segments is None else segments:
         if not seg.argv:
             continue
         prog = seg.argv[0]
@@ -241,10 +266,11 @@ def run_edit(script: str, files: Files) -> Outcome | None:
         full = _abs(path)
         if "w" in mode:
             return _Writer(written, full)
-        if full not in files.known:
+        text = files.text(full)
+        if text is None:
             missing = True
             raise _Exit(-1)
-        return io.StringIO(files.known[full], newline="")
+        return io.StringIO(text, newline="")
 
     def _print(*args: Any, sep: str = " ", end: str = "\n") -> None:
         out.write(sep.join(str(a) for a in args) + end)

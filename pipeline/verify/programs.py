@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pipeline.shell import split_command
+from pipeline.shell import Segment, split_command
 
 
 def _words(text: str) -> frozenset[str]:
@@ -164,13 +164,14 @@ class Programs:
         return any(low.startswith(n) for n in self.repo_names)
 
 
-def programs_of(command: str) -> tuple[list[str], set[str]]:
-    """The program words ``command`` runs, and the names it defines or installs for later."""
+def programs_of(command: str, segments: list[Segment] | None = None) -> tuple[list[str], set[str]]:
+    """The program words ``command`` runs, and the names it defines or installs for later
+    (``segments``: its ``split_command``, when the caller has it)."""
     progs: list[str] = []
     defined: set[str] = set()
     prev_op = ""
     prev_redirect = False
-    for seg in split_command(command):
+    for seg in split_command(command) if segments is None else segments:
         argv = list(seg.argv)
         if prev_op == "&" and prev_redirect:
             argv = argv[1:]  # ``2>&1``: the lexer split the redirection at its "&"
@@ -226,13 +227,15 @@ def repo_program_names(repo: str) -> tuple[str, ...]:
     return tuple(n for n in {base, base.replace("_", "-"), base.removeprefix("py")} if len(n) >= 3)
 
 
-def unknown_programs(commands: list[str], repo: str) -> list[tuple[int, str, str]]:
+def unknown_programs(
+    commands: list[str], repo: str, segments: list[list[Segment]] | None = None
+) -> list[tuple[int, str, str]]:
     """``(turn, program, kind)`` for every program a run's commands run that the target image
     lacks; ``kind`` is ``harness_tool`` for a harness's tool name, else ``unknown_program``."""
     known = Programs(repo_names=repo_program_names(repo))
     out: list[tuple[int, str, str]] = []
     for turn, cmd in enumerate(commands):
-        progs, defined = programs_of(cmd)
+        progs, defined = programs_of(cmd, None if segments is None else segments[turn])
         known.defined |= defined
         for prog in progs:
             if prog in HARNESS_TOOLS:
