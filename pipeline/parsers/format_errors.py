@@ -11,22 +11,29 @@ the exchange, so the policy is:
    one per exchange; consecutive refusals are one exchange each).
 3. **The next reply's thought is repaired** when it refers to the exchange: the sentences about
    the formatting mistake itself are removed (``parse/format_thought_repaired``, one per thought
-   edited) and every other character is kept. A sentence is removed whole, or not at all, when
-   - it talks about the exchange (:data:`MISTAKE_RE`: an apology, "mistake", "exactly one
-     command", "two bash blocks", "found 2 actions", "my previous response", the format, "the
-     system said"), and
-   - it says nothing about the task (:data:`TASK_ANCHOR_RE` finds no code span, path, file name,
-     identifier or line number outside its parentheses: a parenthesis in such a sentence describes
-     the refused reply, which is gone), and
-   - it does not introduce what follows (it does not end with ":").
-   A sentence that talks about the exchange *and* the task stays whole. Lines and paragraphs
-   emptied by the removal go with their line break or blank line; a code block in the thought is
-   never touched. An emptied thought is fine: mini-swe-agent accepts a reply that is only its
-   bash block, and ``render_assistant`` writes the block alone.
+   edited) and every other character is kept. A sentence is removed whole, or not at all; it is
+   removed when it is one of
+   - "I made a mistake …" describing the refused reply (``_MISTAKE_HEAD``: "… in the previous
+     response by including two bash blocks (one for `cat` …)"), every later clause ("but I …")
+     about the format too: what it says of the refused reply goes with it, since that reply is gone;
+   - a sentence about the exchange (:data:`EXCHANGE_RE`: an apology, "found 2 actions", "my
+     previous response", "the system complained", "I will correct this.") that names nothing of
+     the task outside its parentheses (:data:`TASK_ANCHOR_RE`: no code span, path, file name,
+     identifier or line number; a parenthesis there describes the refused reply);
+   - a sentence that only restates the format rule (:data:`RULE_RE`, every word one of
+     :data:`RULE_WORDS`: "I should only provide one command.", "I will combine them.");
+   - an interjection between removed sentences ("Wait, I see.", "I am very confused.");
+   and it never is when it ends with ":" (it introduces what follows). A sentence that also
+   speaks of the task stays whole ("I will update `reproduce_issue.py` and run it in a single
+   command block."): a mention of the rule is harmless, the run's own prompt states it. Lines and
+   paragraphs emptied by the removal go with their line break or blank line; a code block in the
+   thought is never touched. An emptied thought is fine: mini-swe-agent accepts a reply that is
+   only its bash block, and ``render_assistant`` writes the block alone.
 4. **Dropped when it cannot be repaired**: if what is kept still refers to the exchange
-   (:data:`FORMAT_ERROR_REFERENCE_RE`, the broad detector: it also catches "sorry", "exactly
-   one", "correct this"), the run is dropped as ``parse/format_error_reference``: a model must not
-   learn to answer an error it never saw, and no sentence that also speaks of the task is cut.
+   (:data:`FORMAT_ERROR_REFERENCE_RE` = :data:`EXCHANGE_RE`), the run is dropped as
+   ``parse/format_error_reference``: a model must not learn to answer an error it never saw, and
+   no sentence that also speaks of the task is cut. Only the reply right after an exchange is
+   repaired (a later reply that mentions it is kept as it is, as before).
 
 OpenHands' refused editor calls (``parse/rejected_call_removed``) are the same kind of exchange and
 follow the same policy (``pipeline/parsers/openhands.py``).
