@@ -69,7 +69,7 @@ EXCHANGE_RE = re.compile(
             r"\bapologi[sz]e|\bapologies\b|\bsorry\b",
             rf"\bmistakes? again\b|\bsame mistake\b|\bmistake (?:in|with) {_EARLIER}\b"
             rf"|\bmistake (?:of|by) {_DESCRIBE}\b|\brepeat(?:ing|ed)? (?:the|my) mistake\b"
-            rf"|\bmistakes?\b[^.!?\n]*?\b(?:{_NOUNS}|{_NOUN}|again)\b",
+            rf"|\bmistakes?\b[^.!?\n]*?\b(?:(?:bash |code |shell )?blocks?|actions?|again)\b",
             rf"\b{_EARLIER}\b",
             r"\bfound (?:\d+|[XN]|multiple|several) actions?\b|\btriple backticks\b|\bEXACTLY ONE action\b"
             r"|\b\d+ actions\b",
@@ -79,7 +79,10 @@ EXCHANGE_RE = re.compile(
             r"|rejected|rejects|reported|reports|is reporting|thinks|counted|counts|sees|saw|found|flagged"
             r"|considers|is parsing|parses|might|may|must|probably|seems|is (?:seeing|counting|detecting|very))\b",
             r"\b(?:response|reply|answer|output) was (?:rejected|refused|invalid)\b",
-            rf"\bI (?:included|provided|had|used|put|wrote|gave|sent) (?:\w+ ){{0,3}}?(?:two|three|multiple|several|\d+) {_NOUNS}\b",
+            rf"\b(?:I (?:had|used)|included|provided|put|wrote|gave|sent) (?:\w+ ){{0,3}}?(?:two|three|multiple"
+            rf"|several|\d+) {_NOUNS}\b|\b(?:interpreted|counted|treated|parsed|detected|seen) as actions\b"
+            r"|\bas (?:multiple|separate|two|several|\d+) actions\b|\bmessed up the (?:format|formatting|response)\b"
+            r"|\b(?:included|put|had|wrote|added) (?:a second|another|an extra|an additional) (?:bash |code )?block\b",
             r"\bcorrect(?:ing)? (?:this|that|it)(?=\s*(?:[.,;!]|\Z|by\b|now\b|again\b))|\bcorrecting (?:the |my )?mistake\b",
             r"\bI (?:keep|kept) (?:forgetting|making|doing|putting|including)\b",
         )
@@ -93,6 +96,7 @@ RULE_RE = re.compile(
             rf"\b(?:exactly|only|just) (?:one|1|a single)\b|\b(?:a |one )?single {_NOUN}\b|\bone {_NOUN}\b",
             rf"\b(?:two|three|four|multiple|several|many) {_NOUNS}\b",
             r"\bformat(?:ting|ted)?\b(?! string| spec)|\bmessed up\b|\boops\b",
+            r"\bone by one\b|\bone at a time\b|\bsequentially\b|\bseparately\b",
             rf"\bcombin(?:e|ed|ing) (?:them|both|all|the (?:two |both )?{_NOUNS})\b|\binto (?:a single|one) {_NOUN}\b",
         )
     ),
@@ -103,12 +107,12 @@ RULE_RE = re.compile(
 _RULE_WORDS = """
     i i'll i'm will must should need needed to have has had having am be being been is are was were
     only just exactly strictly single one a an all both them it they this that these those there
-    the my each per at time of in into with without by for and or then now next first again instead
+    the my each per at time of in into with without by for and or then now again instead
     not no don't didn't do does doing done make making sure ensure ensuring keep try trying let let's me
     provide provided providing include included including use used using put give issue issuing send
     output write run running ran execute executing combine combined combining follow following stick
     bash shell code block blocks command commands action actions format formatting response responses
-    reply message turn step steps separate separately sequentially properly correctly carefully careful
+    reply message turn separate separately sequentially properly correctly carefully careful
     present rule rules instruction instructions constraint
 """
 RULE_WORDS = frozenset(_RULE_WORDS.split())
@@ -228,8 +232,8 @@ def is_rule_only(sentence: str) -> bool:
     """Whether every word of ``sentence`` is one of :data:`RULE_WORDS` (no code span either)."""
     if "`" in sentence:
         return False
-    words = re.findall(r"[A-Za-z']+", sentence.replace("\u2019", "'"))
-    return all(w.lower() in RULE_WORDS for w in words)
+    words = re.findall(r"[\w']+", sentence.replace("\u2019", "'"))
+    return all(w.lower() in RULE_WORDS for w in words)  # a number is no rule word either
 
 
 def refers_to_exchange(text: str) -> bool:
