@@ -22,6 +22,8 @@ import pytest
 
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.orchestration.convert_files import convert_files
+from pipeline.parsers.dialects import strip_think
+from pipeline.parsers.format_errors import repair_thought
 from pipeline.stages.validate import validate_messages
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
@@ -47,14 +49,24 @@ def sha256(text: str) -> str:
 
 def raw_mini_actions(uid: str) -> list[str]:
     """The assistant messages of a raw mini-swe-agent run that are actions (a message answered by
-    mini's format-error reply is not)."""
+    mini's format-error reply is not), the one after that reply without the sentences the
+    format-error policy removes (specified in tests/test_format_errors.py)."""
     doc = orjson.loads((REAL / uid.split("#")[0]).read_bytes())
     msgs = doc if isinstance(doc, list) else doc["messages"]
-    return [
-        m["content"]
-        for i, m in enumerate(msgs)
-        if m["role"] == "assistant" and not (i + 1 < len(msgs) and FORMAT_ERROR in msgs[i + 1]["content"])
-    ]
+    out = []
+    for i, m in enumerate(msgs):
+        if m["role"] != "assistant" or (i + 1 < len(msgs) and FORMAT_ERROR in msgs[i + 1]["content"]):
+            continue
+        text = m["content"]
+        if FORMAT_ERROR in msgs[i - 1]["content"]:
+            for sentence in repair_thought(strip_think(text.split("```bash", 1)[0])).removed:
+                text = (
+                    text.replace(sentence + " ", "", 1)
+                    if sentence + " " in text
+                    else text.replace(sentence, "", 1)
+                )
+        out.append(text)
+    return out
 
 
 def command_of(assistant: str) -> str:

@@ -451,26 +451,35 @@ def mini_run(reply: str) -> RawRun:
 
 
 @pytest.mark.parametrize(
-    "reply",
+    ("reply", "thought"),
     [
-        "I apologize, I must give one command only.",
-        "Sorry about that. Listing first.",
-        "Let me provide exactly one action.",
-        "My previous response had two blocks.",
+        ("I apologize, I must give one command only.", ""),
+        ("Sorry about that. Listing first.", "Listing first."),
+        ("Let me provide exactly one action.", ""),
+        ("My previous response had two blocks.", ""),
     ],
 )
-def test_a_reply_that_refers_to_a_removed_format_error_drops_the_run(reply: str) -> None:
+def test_a_reply_that_refers_to_a_removed_format_error_loses_only_those_sentences(
+    reply: str, thought: str
+) -> None:
+    ep = parse_raw(mini_run(reply))
+    assert [(s.thought, s.call) for s in ep.steps] == [(thought, Bash("ls"))]
+    assert (ep.counters["parse/format_error_removed"], ep.counters["parse/format_thought_repaired"]) == (1, 1)
+
+
+def test_a_reply_whose_reference_also_speaks_of_the_task_drops_the_run() -> None:
     from pipeline.core.episode import ParseError
 
     with pytest.raises(ParseError) as err:
-        parse_raw(mini_run(reply))
+        parse_raw(mini_run("Sorry, I forgot to quote `a b` in my previous response."))
     assert err.value.reason == "format_error_reference"
 
 
 def test_a_reply_after_a_format_error_that_does_not_refer_to_it_is_kept_word_for_word() -> None:
     ep = parse_raw(mini_run("Let me list the files."))
     assert [(s.thought, s.call) for s in ep.steps] == [("Let me list the files.", Bash("ls"))]
-    assert ep.counters["parse/format_error_turn"] == 1
+    assert ep.counters["parse/format_error_removed"] == 1
+    assert ep.counters["parse/format_thought_repaired"] == 0
 
 
 # --------------------------------------------------------------------------- R8 chat only

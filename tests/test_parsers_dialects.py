@@ -130,7 +130,7 @@ def test_format_error_turn_is_not_a_step_and_its_text_is_not_carried() -> None:
         )
     )
     assert ep.steps == [Step("Look.", Bash("ls"), "a\n", 0)]
-    assert ep.counters["parse/format_error_turn"] == 1
+    assert ep.counters["parse/format_error_removed"] == 2  # the reply without a block, the one with two
 
 
 # --------------------------------------------------------------------------- <tool_call> dialects

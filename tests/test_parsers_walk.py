@@ -15,12 +15,12 @@ from pipeline.core.episode import Bash, ParseError, Step, ToolCall
 from pipeline.parsers import common
 from pipeline.parsers.common import (
     FORMAT_ERROR_MARKERS,
-    FORMAT_ERROR_REFERENCE_RE,
     Msg,
     _fill,
     extract_calls,
     first_user_index,
     join_thought,
+    repair_after_format_errors,
     split_tool_responses,
     strip_think,
     walk_messages,
@@ -28,7 +28,8 @@ from pipeline.parsers.common import (
 
 
 def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step], str]:
-    """walk_messages as it was: the last reply's calls (pending) and the answered ones (filled)."""
+    """walk_messages as it was: the last reply's calls (pending) and the answered ones (filled);
+    format errors as they are now (the exchange removed, the next reply's thought repaired)."""
     steps: list[Step] = []
     pending: list[int] = []
     filled: set[int] = set()
@@ -36,6 +37,7 @@ def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step],
     dialects: dict[str, int] = {}
     last_text_dialect = ""
     after_format_error = False
+    repair: list[int] = []
     for m in msgs[first_user_index(msgs) + 1 :]:
         role = m.role
         if role == "system":
@@ -53,8 +55,8 @@ def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step],
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
-            if after_format_error and FORMAT_ERROR_REFERENCE_RE.search(thought):
-                raise ParseError("format_error_reference", thought[:80])
+            if after_format_error:
+                repair.append(len(steps))
             after_format_error = False
             dialects[dialect] = dialects.get(dialect, 0) + 1
             last_text_dialect = dialect
@@ -81,20 +83,18 @@ def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step],
         if role != "user":
             counters[f"parse/unknown_role/{role[:30]}"] += 1
             continue
+        nudge = "<returncode>" not in m.text and any(k in m.text for k in FORMAT_ERROR_MARKERS)
         if not open_:
             carry = ""
-            counters["parse/orphan_user_message"] += 1
-            after_format_error = after_format_error or any(k in m.text for k in FORMAT_ERROR_MARKERS)
+            counters["parse/format_error_removed" if nudge else "parse/orphan_user_message"] += 1
+            after_format_error = after_format_error or nudge
             continue
-        if (
-            last_text_dialect == "bash"
-            and "<returncode>" not in m.text
-            and any(k in m.text for k in FORMAT_ERROR_MARKERS)
-        ):
+        if last_text_dialect == "bash" and nudge:
             for i in sorted(open_, reverse=True):
                 del steps[i]
             pending, filled, carry = [], {i for i in filled if i < len(steps)}, ""
-            counters["parse/format_error_turn"] += 1
+            repair = [i for i in repair if i < len(steps)]
+            counters["parse/format_error_removed"] += 1
             after_format_error = True
             continue
         blocks = split_tool_responses(m.text)
@@ -107,6 +107,7 @@ def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step],
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
                 filled.add(i)
+    repair_after_format_errors(steps, repair, counters)
     dialect = max(dialects.items(), key=lambda kv: kv[1])[0] if dialects else "none"
     return steps, dialect
 
@@ -120,6 +121,7 @@ MESSAGES = [
     Msg("assistant", "two\n```bash\na\n```\n```bash\nb\n```"),
     Msg("assistant", "just narration"),
     Msg("assistant", "sorry, exactly one command\n```bash\nls\n```"),
+    Msg("assistant", "I apologize. Let me list `src`.\n```bash\nls src\n```"),
     Msg("assistant", '<tool_call>{"name": "bash", "arguments": {}}</tool_call>'),
     Msg("assistant", "", tool_calls=_calls(1)),
     Msg("assistant", "par", tool_calls=_calls(3)),

@@ -4,10 +4,12 @@ walker that pairs calls with observations, observation cleanup, roots, submit de
 Everything here treats its input as hostile: wrong types become ``ParseError("bad_shape", …)``
 with a location, never a ``KeyError``/``TypeError``.
 
-Format-error policy: a reply mini-swe-agent rejected (no or several ``bash`` blocks) and its nudge
-are removed, since the v1 format has no place for them; the next reply is kept word for word,
-unless its thought refers to that exchange (an apology, "exactly one command", "my previous
-response"): the run is then dropped (``parse/format_error_reference``), never edited.
+Format-error policy (``pipeline/parsers/format_errors.py``): a reply mini-swe-agent rejected (no or
+several ``bash`` blocks) and its nudge are removed (``parse/format_error_removed``), since the v1
+format has no place for them; the run is kept with its actions and observations untouched. When
+the next reply's thought refers to that exchange, only its sentences about the formatting mistake
+itself are removed (``parse/format_thought_repaired``); a thought that would still refer to it
+drops the run (``parse/format_error_reference``).
 Timeouts: mini-swe-agent's own timeout message marks ``Step.timed_out`` with the partial output;
 one whose output is elided or was not kept is dropped (``parse/elided_output``,
 ``parse/timeout_output_unknown``).
@@ -29,9 +31,23 @@ from pipeline.parsers.dialects import (  # the thought helpers are re-exported f
     split_tool_responses,
     strip_think,
 )
-
-__all__ = ["extract_calls", "join_thought", "split_tool_responses", "strip_think"]
+from pipeline.parsers.format_errors import (  # re-exported: the format-error policy's names
+    FORMAT_ERROR_MARKERS,
+    FORMAT_ERROR_REFERENCE_RE,
+    is_format_nudge,
+    repair_thought,
+)
 from schemas.miniswe import INPUT_SENTINELS
+
+__all__ = [
+    "FORMAT_ERROR_MARKERS",
+    "FORMAT_ERROR_REFERENCE_RE",
+    "extract_calls",
+    "join_thought",
+    "repair_thought",
+    "split_tool_responses",
+    "strip_think",
+]
 
 SUBMIT_MARKERS = INPUT_SENTINELS
 # Affine completion.py's finish-tool names (case-insensitive).
@@ -144,6 +160,7 @@ class Msg:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     returncode: int | None = None  # from a structured field (mini-swe v2 ``extra.returncode``)
+    format_error: bool = False  # mini-swe v2 marks its nudge ``extra.interrupt_type: FormatError``
 
 
 def _int_or_none(x: Any) -> int | None:
@@ -179,7 +196,8 @@ def normalize_message(m: Any, where: str) -> Msg:
         tcid = opt_str(ids[0])
     extra = m.get("extra")
     rc = _int_or_none(extra.get("returncode")) if isinstance(extra, dict) else None
-    return Msg(role=role, text=text, tool_calls=calls, tool_call_id=tcid, returncode=rc)
+    nudge = isinstance(extra, dict) and extra.get("interrupt_type") == "FormatError"
+    return Msg(role=role, text=text, tool_calls=calls, tool_call_id=tcid, returncode=rc, format_error=nudge)
 
 
 def normalize_messages(raw: Any, where: str) -> list[Msg]:
@@ -407,19 +425,6 @@ def restore_pty_newlines(ep: Episode) -> Episode:
 
 # --------------------------------------------------------------------------- the walker
 
-FORMAT_ERROR_MARKERS = ("EXACTLY ONE action", "found 0 actions", "Please always provide")
-# Policy for the reply after a removed format-error exchange: mini-swe-agent's v1 format has no
-# place for the rejected reply and its nudge, so both go; the next reply is kept word for word,
-# unless its thought refers to that exchange (an apology, "exactly one command", "my previous
-# response", the format): such a run would teach a model to answer an error it never saw, and is
-# dropped (``parse/format_error_reference``) rather than edited.
-FORMAT_ERROR_REFERENCE_RE = re.compile(
-    r"\b(?:exactly one|(?:only |a )?one (?:single )?(?:bash )?(?:command|action|code ?block|block)s?\b"
-    r"|single (?:bash )?(?:command|action|code ?block)|triple backticks|format(?:ting)? (?:error|requirement|rule)"
-    r"|(?:my|the) (?:previous|last) (?:response|reply|message|answer)|apologi[sz]e|sorry|multiple (?:commands|actions|code ?blocks))",
-    re.IGNORECASE,
-)
-
 
 def walk_messages(
     msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False
@@ -431,7 +436,8 @@ def walk_messages(
     are matched to calls by id, else in order; a ``user`` message answers the pending calls,
     one ``<tool_response>`` block per call in order. Text-only assistant messages carry their
     text into the next thought (``think``-like narration); an unanswered user message
-    (format-error nudge) discards that carried text.
+    (format-error nudge) discards that carried text. A format-error exchange is removed and the
+    thought of the reply after it repaired (:func:`repair_after_format_errors`).
     """
     steps: list[Step] = []
     # indices into steps of the last reply's calls still waiting for an observation, in order
@@ -440,6 +446,8 @@ def walk_messages(
     dialects: dict[str, int] = {}  # in first-seen order: the most frequent, ties to the first
     last_text_dialect = ""
     after_format_error = False
+    # the first step of each reply that follows a removed exchange: its thought is repaired
+    repair: list[int] = []
     start = first_user_index(msgs) + 1
     for m in msgs[start:]:
         role = m.role
@@ -456,11 +464,8 @@ def walk_messages(
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
-            if after_format_error and FORMAT_ERROR_REFERENCE_RE.search(thought):
-                raise ParseError(
-                    "format_error_reference",
-                    f"the reply after a removed format error refers to it: {thought[:80]!r}",
-                )
+            if after_format_error:
+                repair.append(len(steps))
             after_format_error = False
             dialects[dialect] = dialects.get(dialect, 0) + 1
             last_text_dialect = dialect
@@ -489,19 +494,19 @@ def walk_messages(
             continue
         if not open_:
             carry = ""
-            counters["parse/orphan_user_message"] += 1
-            after_format_error = after_format_error or any(k in m.text for k in FORMAT_ERROR_MARKERS)
+            if m.format_error or is_format_nudge(m.text):  # a reply without any action refused
+                counters["parse/format_error_removed"] += 1
+                after_format_error = True
+            else:
+                counters["parse/orphan_user_message"] += 1
             continue
-        if (
-            last_text_dialect == "bash"
-            and "<returncode>" not in m.text
-            and any(k in m.text for k in FORMAT_ERROR_MARKERS)
-        ):
+        if m.format_error or (last_text_dialect == "bash" and is_format_nudge(m.text)):
             # mini-swe rejected the reply: nothing ran, so the turn is not a step.
             for i in sorted(open_, reverse=True):
                 del steps[i]
+            repair = [i for i in repair if i < len(steps)]
             open_, carry = [], ""
-            counters["parse/format_error_turn"] += 1
+            counters["parse/format_error_removed"] += 1
             after_format_error = True
             continue
         blocks = split_tool_responses(m.text)
@@ -514,8 +519,25 @@ def walk_messages(
             for i, b in zip(open_, blocks, strict=False):
                 _fill(steps[i], b, None, counters)
             del open_[: len(blocks)]
+    repair_after_format_errors(steps, repair, counters)
     dialect = max(dialects.items(), key=_count)[0] if dialects else "none"
     return steps, dialect
+
+
+def repair_after_format_errors(steps: list[Step], indices: list[int], counters: Counter[str]) -> None:
+    """Repair the thought of each step at ``indices`` (the first of a reply after a removed
+    format-error exchange): its sentences about the mistake go (``parse/format_thought_repaired``);
+    one that would still refer to the exchange drops the run (``parse/format_error_reference``)."""
+    for i in indices:
+        fixed = repair_thought(steps[i].thought)
+        if fixed.thought is None:
+            raise ParseError(
+                "format_error_reference",
+                f"the reply after a removed format error refers to it: {steps[i].thought[:80]!r}",
+            )
+        if fixed.removed:
+            steps[i].thought = fixed.thought
+            counters["parse/format_thought_repaired"] += 1
 
 
 def _count(item: tuple[str, int]) -> int:

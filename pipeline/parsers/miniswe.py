@@ -7,6 +7,9 @@ the observation becomes the one stream that printed (both printed: ``parse/split
 mini >= 1.0 merges them in an order the record does not keep). Their sentinels
 ``MICRO_SWE_AGENT_FINAL_OUTPUT`` and ``NANO_SWE_AGENT_FINAL_OUTPUT`` are a submit, and the submission they recorded lost its final
 newline (``"\n".join(lines[1:])``), which ``git diff`` always prints: it is put back.
+
+``info.exit_status == "Submitted"`` with ``info.submission`` is the record saying what the run
+submitted (``Meta.submission``, held against the final message by the verify step).
 """
 
 from __future__ import annotations
@@ -72,7 +75,17 @@ def parse_miniswe(raw: RawRun) -> Episode:
     ):
         last.observation += "\n"
         ep.counters["parse/submission_newline_restored"] += 1
+    ep.meta.submission = _submission(info, last.observation)
     return ep
+
+
+def _submission(info: dict[str, Any], final: str) -> str | None:
+    """The patch the record says the run submitted, or None when it does not say it submitted."""
+    sub = info.get("submission")
+    if info.get("exit_status") != "Submitted" or not isinstance(sub, str):
+        return None
+    # a pre-1.0 record lost the final newline that the observation got back above
+    return final if final == sub + "\n" and sub.lstrip("\n").startswith("diff --git") else sub
 
 
 def has_mini_marker(obj: dict[str, Any]) -> bool:

@@ -29,7 +29,6 @@ from typing import Any, cast
 
 from pipeline.core.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
 from pipeline.parsers.common import (
-    FORMAT_ERROR_REFERENCE_RE,
     as_dict,
     as_list,
     clean_observation,
@@ -38,6 +37,7 @@ from pipeline.parsers.common import (
     join_thought,
     make_episode,
     opt_str,
+    repair_after_format_errors,
     resolved_from,
     strip_think,
     sub_dict,
@@ -311,20 +311,21 @@ _REJECTED_CALL_RE = re.compile(
 def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[Step]:
     """A call the editor refused for its arguments ran nothing: like mini-swe-agent's format
     error, the exchange is removed (``parse/rejected_call_removed``), with the same policy for
-    the reply after it (common.py: dropped when its thought refers to the exchange)."""
+    the reply after it (``pipeline/parsers/format_errors.py``: its sentences about the refused call
+    removed, the run dropped when what is left still refers to it)."""
     kept: list[Step] = []
+    repair: list[int] = []
     after = False
     for st in steps:
         if isinstance(st.call, ToolCall) and _REJECTED_CALL_RE.match(st.observation):
             counters["parse/rejected_call_removed"] += 1
             after = True
             continue
-        if after and FORMAT_ERROR_REFERENCE_RE.search(st.thought):
-            raise ParseError(
-                "format_error_reference", f"the reply after a refused call refers to it: {st.thought[:80]!r}"
-            )
+        if after:
+            repair.append(len(kept))
         after = False
         kept.append(st)
+    repair_after_format_errors(kept, repair, counters)
     return kept
 
 
