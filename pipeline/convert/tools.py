@@ -80,6 +80,11 @@ TODO_TOOLS = frozenset(
         "recall",
     }
 )
+# calls that change neither the repository nor the shell's state and print nothing a later turn
+# needs from a command: removed, their text (a delegated task) folded into the next thought
+# (OpenHands' context condensation request, its hand-over to a sub-agent whose own actions are
+# events of the same stream; per harness in its parser's docstring)
+NO_EFFECT_TOOLS = frozenset({"request_condensation", "condensation_request", "delegate"})
 # other harnesses' names for the same file and search tools (input-formats §1.2, §5; synth hermes)
 READ_TOOLS = frozenset({"read_file", "ReadFile", "view_file"})
 WRITE_TOOLS = frozenset({"write_file", "WriteFile", "create_file"})
@@ -322,32 +327,96 @@ def _clipped_view(path: str, body: str, turn: int) -> Action:
     return Action("run", cmd, shown, 0)
 
 
+# the editor's note on the hidden entries it left out (with "in this directory" since 2025-01)
 _HIDDEN_NOTE = re.compile(
-    r"\n+\d+ hidden files/directories in this directory are excluded\. "
+    r"\n+\d+ hidden files/directories (?:in this directory )?are excluded\. "
     r"You can use 'ls -la [^\n]*' to see them\.\s*\Z"
+)
+# the orders a listing can be printed in by a command that reads the file system: byte order
+# (``LC_ALL=C sort``), and a locale's order (``sort`` under en_US.UTF-8: letters and digits
+# only, case folded), reproduced by a python3 filter where no two entries tie under it
+_LOCALE_SORT = (
+    "python3 -c 'import re, sys; print(*sorted(sys.stdin.read().splitlines(), "
+    'key=lambda p: re.sub(r"[^0-9a-z]", "", p.lower())), sep="\\n")\''
 )
 
 
-def _marked_listing(path: str, body: str) -> Action | None:
-    """openhands-aci's directory view: ``find -L P -maxdepth 2`` without hidden entries, sorted,
-    directories marked with ``/`` (``P/`` first), joined without a final newline, then a note on
-    hidden entries (harness text, like the header). The command below prints the same lines when
-    the recorded order is byte order (``LC_ALL=C sort``), else the listing cannot be replayed
-    (``convert/unverifiable_listing``); None for other listings."""
-    body = _HIDDEN_NOTE.sub("", body)
-    lines = body.rstrip("\n").split("\n")
+_SORTED_CLIP_LINES = 20
+
+
+def _locale_key(line: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", line.lower())
+
+
+def _sorter(lines: list[str], key_of: Any = lambda x: x) -> str | None:
+    """The ``| sort`` stage that prints ``lines`` in their recorded order, or None."""
+    keys = [key_of(x) for x in lines]
+    if keys == sorted(keys, key=lambda k: k.encode()):
+        return "LC_ALL=C sort"
+    loc = [_locale_key(k) for k in keys]
+    if all(k.isascii() for k in keys) and loc == sorted(loc) and len(set(loc)) == len(loc):
+        return _LOCALE_SORT
+    return None
+
+
+def _hidden_filter(root: str) -> str:
+    """find's test for openhands-aci's hidden entries: a name starting with "." at depth 1 or 2."""
+    hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
+    return f"-not \\( -path {hidden} \\)"
+
+
+def _marked_listing(path: str, lines: list[str]) -> Action | None:
+    """openhands-aci's directory view since 2025-01: ``find -L P -maxdepth 2`` without hidden
+    entries, sorted, directories marked with ``/`` (``P/`` first). The command below prints the
+    same lines when their recorded order is one ``_sorter`` reproduces, else the listing cannot be
+    replayed (``convert/unverifiable_listing``); None for other listings."""
     root = path.rstrip("/") or "/"
     if lines[0] != root + "/":
         return None
-    if lines != sorted(lines, key=lambda x: x.rstrip("/").encode()):
-        raise ConvertError("unverifiable_listing", f"{path}: not in byte order")
-    q = edits.shell_quote(root)
-    hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
+    sort = _sorter(lines, lambda x: x.rstrip("/"))
+    if sort is None:
+        raise ConvertError("unverifiable_listing", f"{path}: in no order a sort reproduces")
     cmd = (
-        f"find -L {q} -maxdepth 2 -not \\( -path {hidden} \\) | LC_ALL=C sort | "
+        f"find -L {edits.shell_quote(root)} -maxdepth 2 {_hidden_filter(root)} | {sort} | "
         'while IFS= read -r p; do if [ -d "$p" ]; then echo "$p/"; else echo "$p"; fi; done'
     )
     return Action("run", cmd, "\n".join(lines) + "\n", 0)
+
+
+def convert_dir_view(path: str, obs: str, turn: int) -> Action:
+    """The editor's directory view: the ``find`` command that prints its lines, in their order.
+
+    Shapes (openhands-aci's history; SWE-agent's editor prints the first): ``find P -maxdepth 2
+    -not -path '*/.*'`` in the file system's order (the harness's own command, run again); the
+    same sorted; ``find -L`` sorted with directories marked (``_marked_listing``). A listing that
+    is only its root (the checkout was a symlink ``find -P`` does not follow) is ``find P
+    -maxdepth 0``. A listing the editor clipped at its limit is the command's output cut at the
+    same byte (``| head -c N``); the clip note, the header and the hidden-entries note are the
+    editor's text, not the command's."""
+    body = _DIR_HEADER.sub("", obs, count=1)
+    clip = _CLIPPED.search(body)
+    shown = body[: clip.start()] if clip else _HIDDEN_NOTE.sub("", body).rstrip("\n")
+    lines = shown.split("\n")
+    root = path.rstrip("/") or "/"
+    q = edits.shell_quote(root)
+    if not clip:
+        marked = _marked_listing(path, lines)
+        if marked is not None:
+            return marked
+        if lines == [root]:
+            return Action("run", f"find {q} -maxdepth 0", root + "\n", 0)
+    elif lines[0] == root + "/":  # marked after the clip: the note became a listed entry
+        raise ConvertError("unverifiable_listing", f"turn {turn}: clipped marked listing of {path}")
+    find = f"find {q} -maxdepth 2 -not -path '*/.*'"
+    # a clipped listing shows a prefix: sorted, it is the sorted listing's prefix only if the
+    # harness sorted; many sorted lines say it did (find's own order, a hash's, never is)
+    sort = (
+        _sorter(lines[:-1]) if clip and len(lines) > _SORTED_CLIP_LINES else None if clip else _sorter(lines)
+    )
+    cmd = f"{find} | {sort}" if sort and len(lines) > 1 else find
+    if clip is None:
+        return Action("run", cmd, shown + "\n", 0)
+    return Action("run", f"{cmd} | head -c {len(shown.encode('utf-8', 'surrogateescape'))}", shown, 0)
 
 
 def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int = 0) -> Action:
@@ -358,11 +427,7 @@ def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int
     which prints the recorded error (``edits.view_range_command``); any other failure is a
     counted drop (``convert/unverifiable_view``)."""
     if _DIR_HEADER.match(obs):
-        body = _DIR_HEADER.sub("", obs, count=1)
-        marked = _marked_listing(path, body)
-        if marked is not None:
-            return marked
-        return Action("run", f"find {edits.shell_quote(path)} -maxdepth 2 -not -path '*/.*'", body, 0)
+        return convert_dir_view(path, obs, turn)
     if "<response clipped><NOTE>" in obs:
         if not _to_end(view_range) or (view_range and int(view_range[0]) != 1):
             raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
@@ -390,7 +455,14 @@ def _edit_action(path: str, pairs: list[tuple[str, str, bool]], obs: str, rc: in
     return Action("run", edits.replace_command(path, pairs, obs), obs, 0)
 
 
+# openhands-aci's refusal to create over an existing file (nothing is written)
+_EXISTS = re.compile(r"File already exists at: [^\n]*\. Cannot overwrite files using command `create`")
+
+
 def _create_action(path: str, content: str, obs: str, rc: int | None, turn: int) -> Action:
+    if _failed(obs, rc) and _EXISTS.search(obs):
+        ok = f"File created successfully at: {path}"
+        return Action("run", edits.create_unless_exists_command(path, content, obs, ok), obs, 1)
     if _failed(obs, rc):
         # e.g. "File already exists … cannot overwrite": the file was not written
         raise ConvertError("failed_create", f"turn {turn}: {obs.strip()[:80]}")
@@ -671,6 +743,11 @@ def convert_call(
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    if name in NO_EFFECT_TOOLS:
+        state.counters["convert/no_effect_removed"] += 1
+        inputs = args.get("inputs")
+        task = _s(inputs, "task", default="") if isinstance(inputs, dict) else ""
+        return Action("fold", text=task or "") if task else Action("remove", text="convert/no_effect_removed")
     if SUBMIT_RE.match(name) and set(args) <= {"args", "body"} and str(args.get("args") or "").strip():
         # a submit with an argument (a CTF flag) is not the patch submit, and has no shell command
         raise ConvertError("unknown_tool", f"{name} <argument>")
