@@ -21,6 +21,11 @@ summary; other output that is not ``path:line:text``: ``convert/unverifiable_sea
 ``convert/apply_patch_format`` / ``convert/apply_patch_failed``); to-do and memory tools removed.
 
 Policies:
+* a call the harness refused before running it (Claude Code's ``<tool_use_error>…``: file not read
+  yet, string not found, a bad argument) changed nothing: it is removed, its thought carried to
+  the next turn (``convert/refused_call_removed``), never a command that would apply it.
+* Kimi Code's ``<system>…</system>`` status before a tool's output is the harness's text: removed,
+  its exit code read (``split_system_status``).
 * ``undo_edit`` that succeeded: the run is dropped (``convert/undo_edit``): restoring the
   editor's saved copy has no faithful shell equivalent. A failed ``undo_edit`` changed nothing
   and its turn is removed (counted ``convert/undo_edit_noop_removed``).
@@ -52,7 +57,7 @@ from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_
 from pipeline.parsers.sweagent import REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
-BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
+BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset(
@@ -596,7 +601,9 @@ _NO_MATCH = re.compile(r"^\s*(No (matches|files|results) found|Found 0 matches)"
 def _read_file(args: dict[str, Any], obs: str, rc: int | None, turn: int = 0) -> Action:
     """``read_file(path[, offset, limit])``: numbered (``cat -n``) or plain (``cat``/``sed``) text."""
     path = _s(args, "path", "file_path", "filename", default="") or ""
-    rng = _range(args.get("offset", args.get("start_line")), args.get("limit"))
+    # Kimi's ReadFile names its range line_offset/n_lines
+    first = next((args[k] for k in ("offset", "start_line", "line_offset") if args.get(k) is not None), None)
+    rng = _range(first, args.get("limit", args.get("n_lines")))
     if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
         cmd = view_command(path, rng)
         out, code = _missing(path, cmd, obs, turn)
@@ -713,6 +720,30 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+# Claude Code's refusal of a call it did not run
+_REFUSED = re.compile(r"\s*<tool_use_error>")
+# Kimi Code's status part before a tool's output: the harness's words, not the command's
+_SYSTEM_STATUS = re.compile(r"<system>(.*?)</system>\n?", re.S)
+_STATUS_EXIT = re.compile(r"exit(?:ed with)? code:? (-?\d+)", re.I)
+
+
+def split_system_status(obs: str) -> tuple[str, int | None]:
+    """Kimi's ``<system>…</system>`` status removed from the start of a tool result, and the
+    return code it states (``Command executed successfully.``: 0; ``… exit code: N``: N). An
+    ``ERROR`` status without a code stays, unwrapped, as the failure the converter reads (a read
+    of a missing file becomes ``cat``'s own message, ``_missing``)."""
+    m = _SYSTEM_STATUS.match(obs)
+    if m is None:
+        return obs, None
+    status, rest = m.group(1), obs[m.end() :]
+    code = _STATUS_EXIT.search(status)
+    if code:
+        return rest, int(code.group(1))
+    if status.startswith("ERROR"):
+        return status + ("\n" + rest if rest else ""), None
+    return rest, 0 if status.startswith("Command executed successfully") else None
+
+
 _ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
 
 
@@ -728,6 +759,14 @@ def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
+    if _REFUSED.match(obs):
+        # Claude Code refused the call before running it (not read yet, string not found, a bad
+        # argument): it changed nothing, so no command stands for it; its thought is carried
+        state.counters["convert/refused_call_removed"] += 1
+        return Action("remove", text="convert/refused_call_removed")
+    if obs.startswith("<system>"):
+        obs, status_rc = split_system_status(obs)
+        rc = rc if rc is not None else status_rc
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:
