@@ -133,3 +133,25 @@ def test_calls_without_effect_fold_away() -> None:
     conv = convert_episode(parse_openhands(raw))
     assert conv.commands == ["ls"]
     assert conv.thoughts == ["step 1\n\nstep 3\n\nread the docs page\n\nstep 5"]
+
+
+def test_an_editor_call_missing_its_argument_that_crashed_the_editor_folds_away() -> None:
+    # the real run django__django-11265 (same evaluation): create with new_str instead of
+    # file_text; openhands-aci raised inside its IPython cell and nothing was written
+    crash = (
+        "---------------------------------------------------------------------------\n"
+        "RuntimeError                              Traceback (most recent call last)\n"
+        "Cell In[1], line 1\n----> 1 print(file_editor(**{'path': '/workspace/reproduce2.py', 'new_str': 'x'}))\n"
+    )
+    raw = events(
+        (
+            "str_replace_editor",
+            {"command": "create", "path": "/workspace/reproduce2.py", "new_str": "x"},
+            crash,
+            None,
+        ),
+        ("execute_bash", {"command": "ls"}, "x.py\n", 0),
+    )
+    conv = convert_episode(parse_openhands(raw))
+    assert (conv.commands, conv.thoughts) == (["ls"], ["step 1\n\nstep 3"])
+    assert conv.counters["convert/refused_call_removed"] == 1

@@ -720,6 +720,10 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+# the editor's result for a call missing an argument it needs: its refusal or its crash
+_EDITOR_FAILED = re.compile(
+    r"\A\s*(?:ERROR:|-{20,}\n\w*Error +Traceback|Traceback \(most recent call last\))|Parameter `"
+)
 # Claude Code's refusal of a call it did not run
 _REFUSED = re.compile(r"\s*<tool_use_error>")
 # Kimi Code's status part before a tool's output: the harness's words, not the command's
@@ -793,7 +797,17 @@ def convert_call(
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
-        _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
+        try:
+            _require(
+                f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn
+            )
+        except ConvertError:
+            if not _EDITOR_FAILED.search(obs):
+                raise
+            # the editor cannot run a command without its argument: it refused or crashed
+            # (openhands-aci's traceback) and changed nothing
+            state.counters["convert/refused_call_removed"] += 1
+            return Action("remove", text="convert/refused_call_removed")
         if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
             # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
             # shell command prints that, and ``cat -n`` would claim the whole file
