@@ -186,19 +186,37 @@ def test_view_in_no_reproducible_order_drops(tmp_path: Path) -> None:
         one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
 
 
-def test_clipped_listing_is_finds_output_cut_at_the_same_byte(tmp_path: Path) -> None:
-    # OpenHands 0.15 (real run, astropy__astropy-14182): find's own order, clipped mid-line, then
-    # the editor's clip note (harness text): the command is cut with head -c, the note is gone
-    root = _tree(tmp_path, ["a.py", "sub/b.py", "sub/c.py"])
-    _, full = sh(f"find {root} -maxdepth 2 -not -path '*/.*'", root)
+def test_clipped_listing_is_the_sorted_listing_cut_at_the_same_byte(tmp_path: Path) -> None:
+    # a sorted listing the editor clipped mid-line, then its clip note (harness text): the
+    # command is cut with head -c, the note is gone
+    root = _tree(tmp_path, [f"m{i:02}.py" for i in range(30)])
+    _, full = sh(f"find {root} -maxdepth 2 -not -path '*/.*' | LC_ALL=C sort", root)
     shown = full[: len(full) - 5]
     head = _HEAD.replace("/workspace/proj", str(root))
     step = call("str_replace_editor", head + shown + _CLIP, command="view", path=str(root))
     conv = convert_episode(episode(step, root=None))
     cmd, out, rc = conv.commands[0], conv.outputs[0], conv.returncodes[0]
     assert (out, rc) == (shown, 0)
-    assert cmd.endswith(f"| head -c {len(shown)}") and "<NOTE>" not in out
+    assert cmd.endswith(f"| LC_ALL=C sort | head -c {len(shown)}") and "<NOTE>" not in out
     assert sh(cmd, root) == (0, out)
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        # OpenHands 0.15 (real run, django__django-10554): find's own order, a directory created
+        # during the run listed last; the order is the disk's, which no command reproduces
+        "/workspace/proj\n/workspace/proj/django\n/workspace/proj/django/views\n/workspace/proj/django/__pycache__",
+        # (real run, astropy__astropy-14369): the view of /workspace lists the checkout, which the
+        # root rewrite turns into /testbed, outside the listed folder
+        "/workspace\n/workspace/proj",
+    ],
+)
+def test_listings_no_command_reproduces_drop(listing: str) -> None:
+    path = "/workspace" if listing.startswith("/workspace\n") else "/workspace/proj"
+    obs = _HEAD.replace("/workspace/proj", path) + listing
+    with pytest.raises(ConvertError, match="unverifiable_listing"):
+        one(call("str_replace_editor", obs, command="view", path=path))
 
 
 def test_str_replace_runs_and_prints_the_editors_message(tmp_path: Path) -> None:
@@ -687,3 +705,17 @@ def test_harness_exit_code_notes_become_return_codes() -> None:
         "grep: [exit code: 2] in docs\nmore\n",
         None,
     )
+
+
+def test_clipped_range_view_is_the_ranges_numbered_prefix(tmp_path: Path) -> None:
+    # openhands-aci cuts a range's text at its limit, then numbers it from the range's start
+    f = tmp_path / "big.py"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 40)))
+    text = "\n".join(f"line {i}" for i in range(10, 21))[:30]  # the range's text, cut
+    numbered = "\n".join(f"{i + 10:6}\t{ln}" for i, ln in enumerate(text.split("\n")))
+    obs = f"Here's the result of running `cat -n` on {f}:\n{numbered}{_CLIP}\n"
+    step = call("str_replace_editor", obs, command="view", path=str(f), view_range=[10, 20])
+    conv = convert_episode(episode(step, root=None))
+    assert (conv.outputs[0], conv.returncodes[0]) == (numbered, 0)
+    assert conv.commands[0] == f"cat -n '{f}' | sed -n '10,20p' | head -c {len(numbered)}"
+    assert sh(conv.commands[0], tmp_path) == (0, numbered)

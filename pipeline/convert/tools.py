@@ -333,6 +333,24 @@ def _clipped_view(path: str, body: str, turn: int) -> Action:
 
 
 # the editor's note on the hidden entries it left out (with "in this directory" since 2025-01)
+def _clipped_range(path: str, view_range: Any, body: str, turn: int) -> Action:
+    """A range view the editor clipped: it cut the range's text at its limit, then numbered
+    the lines from the range's first; that is the same-length byte prefix of the range's
+    numbered view (``cat -n FILE | sed -n 'a,bp' | head -c N``). The clip note is harness text."""
+    m = _CLIPPED.search(body)
+    if m is None:
+        raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
+    shown = body[: m.start()]
+    numbers = [int(ln.split("\t", 1)[0]) for ln in shown.split("\n") if ln]
+    first = int(view_range[0])
+    if not all(re.match(r" *\d+\t", ln) for ln in shown.split("\n") if ln) or numbers != list(
+        range(first, first + len(numbers))
+    ):
+        raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
+    size = len(shown.encode("utf-8", "surrogateescape"))
+    return Action("run", f"{view_command(path, view_range)} | head -c {size}", shown, 0)
+
+
 _HIDDEN_NOTE = re.compile(
     r"\n+\d+ hidden files/directories (?:in this directory )?are excluded\. "
     r"You can use 'ls -la [^\n]*' to see them\.\s*\Z"
@@ -392,18 +410,25 @@ def convert_dir_view(path: str, obs: str, turn: int) -> Action:
     """The editor's directory view: the ``find`` command that prints its lines, in their order.
 
     Shapes (openhands-aci's history; SWE-agent's editor prints the first): ``find P -maxdepth 2
-    -not -path '*/.*'`` in the file system's order (the harness's own command, run again); the
-    same sorted; ``find -L`` sorted with directories marked (``_marked_listing``). A listing that
-    is only its root (the checkout was a symlink ``find -P`` does not follow) is ``find P
-    -maxdepth 0``. A listing the editor clipped at its limit is the command's output cut at the
-    same byte (``| head -c N``); the clip note, the header and the hidden-entries note are the
-    editor's text, not the command's."""
+    -not -path '*/.*'`` in the file system's own order; the same sorted; ``find -L`` sorted with
+    directories marked (``_marked_listing``). A sorted listing is ``find … | sort`` in its order
+    (``_sorter``). A listing that is only its root (the checkout was a symlink ``find -P`` does
+    not follow) is ``find P -maxdepth 0``. A listing the editor clipped at its limit is the
+    sorted command's output cut at the same byte (``| head -c N``). The clip note, the header and
+    the hidden-entries note are the editor's text, not the command's.
+
+    Dropped (``convert/unverifiable_listing``): a listing in the file system's own order, which
+    depends on the disk it was made on (no command on another reproduces it), and a listing with
+    an entry outside its root (the checkout's own path, rewritten to the new root)."""
     body = _DIR_HEADER.sub("", obs, count=1)
     clip = _CLIPPED.search(body)
     shown = body[: clip.start()] if clip else _HIDDEN_NOTE.sub("", body).rstrip("\n")
     lines = shown.split("\n")
     root = path.rstrip("/") or "/"
     q = edits.shell_quote(root)
+    inside = root.rstrip("/") + "/"
+    if not all(ln == root or ln.startswith(inside) for ln in (lines[:-1] if clip else lines)):
+        raise ConvertError("unverifiable_listing", f"turn {turn}: {path}: an entry outside the listed folder")
     if not clip:
         marked = _marked_listing(path, lines)
         if marked is not None:
@@ -412,13 +437,12 @@ def convert_dir_view(path: str, obs: str, turn: int) -> Action:
             return Action("run", f"find {q} -maxdepth 0", root + "\n", 0)
     elif lines[0] == root + "/":  # marked after the clip: the note became a listed entry
         raise ConvertError("unverifiable_listing", f"turn {turn}: clipped marked listing of {path}")
-    find = f"find {q} -maxdepth 2 -not -path '*/.*'"
     # a clipped listing shows a prefix: sorted, it is the sorted listing's prefix only if the
-    # harness sorted; many sorted lines say it did (find's own order, a hash's, never is)
-    sort = (
-        _sorter(lines[:-1]) if clip and len(lines) > _SORTED_CLIP_LINES else None if clip else _sorter(lines)
-    )
-    cmd = f"{find} | {sort}" if sort and len(lines) > 1 else find
+    # harness sorted; many sorted lines say it did (find's own order, a disk's, never is)
+    sort = _sorter(lines[:-1] if clip else lines) if not clip or len(lines) > _SORTED_CLIP_LINES else None
+    if sort is None:
+        raise ConvertError("unverifiable_listing", f"turn {turn}: {path} in the file system's own order")
+    cmd = f"find {q} -maxdepth 2 -not -path '*/.*' | {sort}"
     if clip is None:
         return Action("run", cmd, shown + "\n", 0)
     return Action("run", f"{cmd} | head -c {len(shown.encode('utf-8', 'surrogateescape'))}", shown, 0)
@@ -434,9 +458,9 @@ def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int
     if _DIR_HEADER.match(obs):
         return convert_dir_view(path, obs, turn)
     if "<response clipped><NOTE>" in obs:
-        if not _to_end(view_range) or (view_range and int(view_range[0]) != 1):
-            raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
-        return _clipped_view(path, _CAT_N_HEADER.sub("", obs, count=1), turn)
+        if not view_range or (_to_end(view_range) and int(view_range[0]) == 1):
+            return _clipped_view(path, _CAT_N_HEADER.sub("", obs, count=1), turn)
+        return _clipped_range(path, view_range, _CAT_N_HEADER.sub("", obs, count=1), turn)
     body = _cat_n_body(obs, _to_end(view_range))
     if _CAT_N_HEADER.match(obs) or rc == 0 or not _failed(obs, rc):
         return Action("run", view_command(path, view_range), body, 0)
