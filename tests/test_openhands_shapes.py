@@ -155,3 +155,16 @@ def test_an_editor_call_missing_its_argument_that_crashed_the_editor_folds_away(
     conv = convert_episode(parse_openhands(raw))
     assert (conv.commands, conv.thoughts) == (["ls"], ["step 1\n\nstep 3"])
     assert conv.counters["convert/refused_call_removed"] == 1
+
+
+def test_a_wait_note_without_an_exit_code_is_a_command_that_never_finished() -> None:
+    note = (
+        "[The command has no new output after 30 seconds. You may wait longer to see additional output by "
+        "sending empty command '', send other commands to interact with the current process, or send keys "
+        "to interrupt/kill the command.]"
+    )
+    raw = events(("execute_bash", {"command": "python server.py"}, f"Serving on :8000\n{note}", None))
+    ep = parse_openhands(raw)
+    assert (ep.steps[0].observation, ep.steps[0].timed_out) == ("Serving on :8000\n", True)
+    conv = convert_episode(ep)
+    assert conv.returncodes == [None] and "has no new output" not in conv.messages[-1]["content"]

@@ -321,7 +321,9 @@ def parse_openhands(raw: RawRun) -> Episode:
             if framed:
                 obs = out
                 counters["parse/openhands_pty_frame_removed"] += 1
-        if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+        negative = isinstance(code, int) and not isinstance(code, bool) and code < 0
+        # a record without the code still says it with the wait note OpenHands appended
+        if negative or (rc is None and not isinstance(code, int) and _WAIT_SUFFIX_RE.search(obs)):
             # -1: still running when OpenHands stopped waiting (no new output, or its timeout);
             # -2: moved to a background session. Either way the command never finished.
             obs = strip_wait_notes(obs, md)
