@@ -122,13 +122,101 @@ def test_view_directory_is_find(tmp_path: Path) -> None:
     (tmp_path / "sub" / "b.py").write_text("")
     rc, printed = sh(cmd.replace("/testbed", str(tmp_path)), tmp_path)
     assert (rc, printed.replace(str(tmp_path), "/testbed")) == (0, out)
-    # SWE-agent's listing is find's own output
+    # SWE-agent's listing is find's own output: sorted here, so sorted by the command
     obs = (
         "Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
         "/workspace/proj\n/workspace/proj/a.py\n"
     )
     cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
-    assert (cmd, out) == ("find '/testbed' -maxdepth 2 -not -path '*/.*'", "/testbed\n/testbed/a.py\n")
+    assert (cmd, out) == (
+        "find '/testbed' -maxdepth 2 -not -path '*/.*' | LC_ALL=C sort",
+        "/testbed\n/testbed/a.py\n",
+    )
+
+
+_HEAD = "Here's the files and directories up to 2 levels deep in /workspace/proj, excluding hidden items:\n"
+_CLIP = (
+    "<response clipped><NOTE>To save on context only part of this file has been shown to you. You should "
+    "retry this tool after you have searched inside the file with `grep -n` in order to find the line "
+    "numbers of what you are looking for.</NOTE>"
+)
+
+
+def _tree(tmp_path: Path, names: list[str]) -> Path:
+    root = tmp_path / "testbed"
+    for n in names:
+        (root / n).parent.mkdir(parents=True, exist_ok=True)
+        if not n.endswith("/"):
+            (root / n).write_text("")
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _replayed(cmd: str, root: Path) -> tuple[int, str]:
+    rc, printed = sh(cmd.replace("/testbed", str(root)), root)
+    return rc, printed.replace(str(root), "/testbed")
+
+
+def test_view_of_a_symlinked_checkout_is_its_root_alone(tmp_path: Path) -> None:
+    # OpenHands 0.15 (real run, django__django-10097): the checkout was a symlink find -P does not
+    # follow, so the listing is the root alone; find -maxdepth 2 would print the whole tree
+    obs = _HEAD + "/workspace/proj"
+    cmd, out, rc, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
+    assert (cmd, out, rc) == ("find '/testbed' -maxdepth 0", "/testbed\n", 0)
+    root = _tree(tmp_path, ["a.py", "sub/b.py"])
+    assert _replayed(cmd, root) == (0, out)
+
+
+def test_view_in_a_locale_order_is_sorted_by_that_order(tmp_path: Path) -> None:
+    # sort under en_US.UTF-8 ignores "_" and "." and case: "_dev" sorts between "CITATION" and "conf"
+    names = ["CITATION", "__init__.py", "_dev/", "_dev/scm.py", "conf.py", "Zeta.py"]
+    listing = ["/workspace/proj/", "/workspace/proj/CITATION", "/workspace/proj/conf.py"]
+    listing += ["/workspace/proj/_dev/", "/workspace/proj/_dev/scm.py", "/workspace/proj/__init__.py"]
+    listing += ["/workspace/proj/Zeta.py"]
+    obs = _HEAD + "\n".join(listing)
+    cmd, out, _, _ = one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
+    assert out == "\n".join(listing).replace("/workspace/proj", "/testbed") + "\n"
+    assert "LC_ALL=C" not in cmd
+    assert _replayed(cmd, _tree(tmp_path, names)) == (0, out)
+
+
+def test_view_in_no_reproducible_order_drops(tmp_path: Path) -> None:
+    obs = _HEAD + "/workspace/proj/\n/workspace/proj/b.py\n/workspace/proj/a.py"
+    with pytest.raises(ConvertError, match="unverifiable_listing"):
+        one(call("str_replace_editor", obs, command="view", path="/workspace/proj"))
+
+
+def test_clipped_listing_is_the_sorted_listing_cut_at_the_same_byte(tmp_path: Path) -> None:
+    # a sorted listing the editor clipped mid-line, then its clip note (harness text): the
+    # command is cut with head -c, the note is gone
+    root = _tree(tmp_path, [f"m{i:02}.py" for i in range(30)])
+    _, full = sh(f"find {root} -maxdepth 2 -not -path '*/.*' | LC_ALL=C sort", root)
+    shown = full[: len(full) - 5]
+    head = _HEAD.replace("/workspace/proj", str(root))
+    step = call("str_replace_editor", head + shown + _CLIP, command="view", path=str(root))
+    conv = convert_episode(episode(step, root=None))
+    cmd, out, rc = conv.commands[0], conv.outputs[0], conv.returncodes[0]
+    assert (out, rc) == (shown, 0)
+    assert cmd.endswith(f"| LC_ALL=C sort | head -c {len(shown)}") and "<NOTE>" not in out
+    assert sh(cmd, root) == (0, out)
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        # OpenHands 0.15 (real run, django__django-10554): find's own order, a directory created
+        # during the run listed last; the order is the disk's, which no command reproduces
+        "/workspace/proj\n/workspace/proj/django\n/workspace/proj/django/views\n/workspace/proj/django/__pycache__",
+        # (real run, astropy__astropy-14369): the view of /workspace lists the checkout, which the
+        # root rewrite turns into /testbed, outside the listed folder
+        "/workspace\n/workspace/proj",
+    ],
+)
+def test_listings_no_command_reproduces_drop(listing: str) -> None:
+    path = "/workspace" if listing.startswith("/workspace\n") else "/workspace/proj"
+    obs = _HEAD.replace("/workspace/proj", path) + listing
+    with pytest.raises(ConvertError, match="unverifiable_listing"):
+        one(call("str_replace_editor", obs, command="view", path=path))
 
 
 def test_str_replace_runs_and_prints_the_editors_message(tmp_path: Path) -> None:
@@ -617,3 +705,17 @@ def test_harness_exit_code_notes_become_return_codes() -> None:
         "grep: [exit code: 2] in docs\nmore\n",
         None,
     )
+
+
+def test_clipped_range_view_is_the_ranges_numbered_prefix(tmp_path: Path) -> None:
+    # openhands-aci cuts a range's text at its limit, then numbers it from the range's start
+    f = tmp_path / "big.py"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 40)))
+    text = "\n".join(f"line {i}" for i in range(10, 21))[:30]  # the range's text, cut
+    numbered = "\n".join(f"{i + 10:6}\t{ln}" for i, ln in enumerate(text.split("\n")))
+    obs = f"Here's the result of running `cat -n` on {f}:\n{numbered}{_CLIP}\n"
+    step = call("str_replace_editor", obs, command="view", path=str(f), view_range=[10, 20])
+    conv = convert_episode(episode(step, root=None))
+    assert (conv.outputs[0], conv.returncodes[0]) == (numbered, 0)
+    assert conv.commands[0] == f"cat -n '{f}' | sed -n '10,20p' | head -c {len(numbered)}"
+    assert sh(conv.commands[0], tmp_path) == (0, numbered)

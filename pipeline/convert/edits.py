@@ -335,3 +335,14 @@ def create_command(path: str, content: str, message: str) -> str:
     script = f"import os\npath = {py_str(path)}\nos.makedirs(os.path.dirname(path) or '.', exist_ok=True)\n"
     script += f"text = {py_str(content)}\n" + _write() + _print_lit(message)
     return python_heredoc(script.rstrip("\n"))
+
+
+def create_unless_exists_command(path: str, content: str, exists_message: str, ok_message: str) -> str:
+    """The editor's ``create``, which refuses an existing path: print ``exists_message`` and
+    exit 1 (nothing written) when ``path`` exists, else write ``content`` (parents created) and
+    print ``ok_message``."""
+    script = f"import os, sys\npath = {py_str(path)}\nif os.path.exists(path):\n"
+    script += _fail_branch(exists_message, "''")
+    script += "os.makedirs(os.path.dirname(path) or '.', exist_ok=True)\n"
+    script += f"text = {py_str(content)}\n" + _write() + _print_lit(ok_message)
+    return python_heredoc(script.rstrip("\n"))

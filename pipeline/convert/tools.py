@@ -21,6 +21,11 @@ summary; other output that is not ``path:line:text``: ``convert/unverifiable_sea
 ``convert/apply_patch_format`` / ``convert/apply_patch_failed``); to-do and memory tools removed.
 
 Policies:
+* a call the harness refused before running it (Claude Code's ``<tool_use_error>…``: file not read
+  yet, string not found, a bad argument) changed nothing: it is removed, its thought carried to
+  the next turn (``convert/refused_call_removed``), never a command that would apply it.
+* Kimi Code's ``<system>…</system>`` status before a tool's output is the harness's text: removed,
+  its exit code read (``split_system_status``).
 * ``undo_edit`` that succeeded: the run is dropped (``convert/undo_edit``): restoring the
   editor's saved copy has no faithful shell equivalent. A failed ``undo_edit`` changed nothing
   and its turn is removed (counted ``convert/undo_edit_noop_removed``).
@@ -52,7 +57,7 @@ from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_
 from pipeline.parsers.sweagent import REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
-BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
+BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset(
@@ -80,6 +85,11 @@ TODO_TOOLS = frozenset(
         "recall",
     }
 )
+# calls that change neither the repository nor the shell's state and print nothing a later turn
+# needs from a command: removed, their text (a delegated task) folded into the next thought
+# (OpenHands' context condensation request, its hand-over to a sub-agent whose own actions are
+# events of the same stream; per harness in its parser's docstring)
+NO_EFFECT_TOOLS = frozenset({"request_condensation", "condensation_request", "delegate"})
 # other harnesses' names for the same file and search tools (input-formats §1.2, §5; synth hermes)
 READ_TOOLS = frozenset({"read_file", "ReadFile", "view_file"})
 WRITE_TOOLS = frozenset({"write_file", "WriteFile", "create_file"})
@@ -322,32 +332,120 @@ def _clipped_view(path: str, body: str, turn: int) -> Action:
     return Action("run", cmd, shown, 0)
 
 
+# the editor's note on the hidden entries it left out (with "in this directory" since 2025-01)
+def _clipped_range(path: str, view_range: Any, body: str, turn: int) -> Action:
+    """A range view the editor clipped: it cut the range's text at its limit, then numbered
+    the lines from the range's first; that is the same-length byte prefix of the range's
+    numbered view (``cat -n FILE | sed -n 'a,bp' | head -c N``). The clip note is harness text."""
+    m = _CLIPPED.search(body)
+    if m is None:
+        raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
+    shown = body[: m.start()]
+    numbers = [int(ln.split("\t", 1)[0]) for ln in shown.split("\n") if ln]
+    first = int(view_range[0])
+    if not all(re.match(r" *\d+\t", ln) for ln in shown.split("\n") if ln) or numbers != list(
+        range(first, first + len(numbers))
+    ):
+        raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
+    size = len(shown.encode("utf-8", "surrogateescape"))
+    return Action("run", f"{view_command(path, view_range)} | head -c {size}", shown, 0)
+
+
 _HIDDEN_NOTE = re.compile(
-    r"\n+\d+ hidden files/directories in this directory are excluded\. "
+    r"\n+\d+ hidden files/directories (?:in this directory )?are excluded\. "
     r"You can use 'ls -la [^\n]*' to see them\.\s*\Z"
+)
+# the orders a listing can be printed in by a command that reads the file system: byte order
+# (``LC_ALL=C sort``), and a locale's order (``sort`` under en_US.UTF-8: letters and digits
+# only, case folded), reproduced by a python3 filter where no two entries tie under it
+_LOCALE_SORT = (
+    "python3 -c 'import re, sys; print(*sorted(sys.stdin.read().splitlines(), "
+    'key=lambda p: re.sub(r"[^0-9a-z]", "", p.lower())), sep="\\n")\''
 )
 
 
-def _marked_listing(path: str, body: str) -> Action | None:
-    """openhands-aci's directory view: ``find -L P -maxdepth 2`` without hidden entries, sorted,
-    directories marked with ``/`` (``P/`` first), joined without a final newline, then a note on
-    hidden entries (harness text, like the header). The command below prints the same lines when
-    the recorded order is byte order (``LC_ALL=C sort``), else the listing cannot be replayed
-    (``convert/unverifiable_listing``); None for other listings."""
-    body = _HIDDEN_NOTE.sub("", body)
-    lines = body.rstrip("\n").split("\n")
+_SORTED_CLIP_LINES = 20
+
+
+def _locale_key(line: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", line.lower())
+
+
+def _sorter(lines: list[str], key_of: Any = lambda x: x) -> str | None:
+    """The ``| sort`` stage that prints ``lines`` in their recorded order, or None."""
+    keys = [key_of(x) for x in lines]
+    if keys == sorted(keys, key=lambda k: k.encode()):
+        return "LC_ALL=C sort"
+    loc = [_locale_key(k) for k in keys]
+    if all(k.isascii() for k in keys) and loc == sorted(loc) and len(set(loc)) == len(loc):
+        return _LOCALE_SORT
+    return None
+
+
+def _hidden_filter(root: str) -> str:
+    """find's test for openhands-aci's hidden entries: a name starting with "." at depth 1 or 2."""
+    hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
+    return f"-not \\( -path {hidden} \\)"
+
+
+def _marked_listing(path: str, lines: list[str]) -> Action | None:
+    """openhands-aci's directory view since 2025-01: ``find -L P -maxdepth 2`` without hidden
+    entries, sorted, directories marked with ``/`` (``P/`` first). The command below prints the
+    same lines when their recorded order is one ``_sorter`` reproduces, else the listing cannot be
+    replayed (``convert/unverifiable_listing``); None for other listings."""
     root = path.rstrip("/") or "/"
     if lines[0] != root + "/":
         return None
-    if lines != sorted(lines, key=lambda x: x.rstrip("/").encode()):
-        raise ConvertError("unverifiable_listing", f"{path}: not in byte order")
-    q = edits.shell_quote(root)
-    hidden = edits.shell_quote(f"{root}/.*") + " -o -path " + edits.shell_quote(f"{root}/*/.*")
+    sort = _sorter(lines, lambda x: x.rstrip("/"))
+    if sort is None:
+        raise ConvertError("unverifiable_listing", f"{path}: in no order a sort reproduces")
     cmd = (
-        f"find -L {q} -maxdepth 2 -not \\( -path {hidden} \\) | LC_ALL=C sort | "
+        f"find -L {edits.shell_quote(root)} -maxdepth 2 {_hidden_filter(root)} | {sort} | "
         'while IFS= read -r p; do if [ -d "$p" ]; then echo "$p/"; else echo "$p"; fi; done'
     )
     return Action("run", cmd, "\n".join(lines) + "\n", 0)
+
+
+def convert_dir_view(path: str, obs: str, turn: int) -> Action:
+    """The editor's directory view: the ``find`` command that prints its lines, in their order.
+
+    Shapes (openhands-aci's history; SWE-agent's editor prints the first): ``find P -maxdepth 2
+    -not -path '*/.*'`` in the file system's own order; the same sorted; ``find -L`` sorted with
+    directories marked (``_marked_listing``). A sorted listing is ``find … | sort`` in its order
+    (``_sorter``). A listing that is only its root (the checkout was a symlink ``find -P`` does
+    not follow) is ``find P -maxdepth 0``. A listing the editor clipped at its limit is the
+    sorted command's output cut at the same byte (``| head -c N``). The clip note, the header and
+    the hidden-entries note are the editor's text, not the command's.
+
+    Dropped (``convert/unverifiable_listing``): a listing in the file system's own order, which
+    depends on the disk it was made on (no command on another reproduces it), and a listing with
+    an entry outside its root (the checkout's own path, rewritten to the new root)."""
+    body = _DIR_HEADER.sub("", obs, count=1)
+    clip = _CLIPPED.search(body)
+    shown = body[: clip.start()] if clip else _HIDDEN_NOTE.sub("", body).rstrip("\n")
+    lines = shown.split("\n")
+    root = path.rstrip("/") or "/"
+    q = edits.shell_quote(root)
+    inside = root.rstrip("/") + "/"
+    if not all(ln == root or ln.startswith(inside) for ln in (lines[:-1] if clip else lines)):
+        raise ConvertError("unverifiable_listing", f"turn {turn}: {path}: an entry outside the listed folder")
+    if not clip:
+        marked = _marked_listing(path, lines)
+        if marked is not None:
+            return marked
+        if lines == [root]:
+            return Action("run", f"find {q} -maxdepth 0", root + "\n", 0)
+    elif lines[0] == root + "/":  # marked after the clip: the note became a listed entry
+        raise ConvertError("unverifiable_listing", f"turn {turn}: clipped marked listing of {path}")
+    # a clipped listing shows a prefix: sorted, it is the sorted listing's prefix only if the
+    # harness sorted; many sorted lines say it did (find's own order, a disk's, never is)
+    sort = _sorter(lines[:-1] if clip else lines) if not clip or len(lines) > _SORTED_CLIP_LINES else None
+    if sort is None:
+        raise ConvertError("unverifiable_listing", f"turn {turn}: {path} in the file system's own order")
+    cmd = f"find {q} -maxdepth 2 -not -path '*/.*' | {sort}"
+    if clip is None:
+        return Action("run", cmd, shown + "\n", 0)
+    return Action("run", f"{cmd} | head -c {len(shown.encode('utf-8', 'surrogateescape'))}", shown, 0)
 
 
 def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int = 0) -> Action:
@@ -358,15 +456,11 @@ def convert_view(path: str, view_range: Any, obs: str, rc: int | None, turn: int
     which prints the recorded error (``edits.view_range_command``); any other failure is a
     counted drop (``convert/unverifiable_view``)."""
     if _DIR_HEADER.match(obs):
-        body = _DIR_HEADER.sub("", obs, count=1)
-        marked = _marked_listing(path, body)
-        if marked is not None:
-            return marked
-        return Action("run", f"find {edits.shell_quote(path)} -maxdepth 2 -not -path '*/.*'", body, 0)
+        return convert_dir_view(path, obs, turn)
     if "<response clipped><NOTE>" in obs:
-        if not _to_end(view_range) or (view_range and int(view_range[0]) != 1):
-            raise ConvertError("clipped_view", f"turn {turn}: {path} {view_range}")
-        return _clipped_view(path, _CAT_N_HEADER.sub("", obs, count=1), turn)
+        if not view_range or (_to_end(view_range) and int(view_range[0]) == 1):
+            return _clipped_view(path, _CAT_N_HEADER.sub("", obs, count=1), turn)
+        return _clipped_range(path, view_range, _CAT_N_HEADER.sub("", obs, count=1), turn)
     body = _cat_n_body(obs, _to_end(view_range))
     if _CAT_N_HEADER.match(obs) or rc == 0 or not _failed(obs, rc):
         return Action("run", view_command(path, view_range), body, 0)
@@ -390,7 +484,14 @@ def _edit_action(path: str, pairs: list[tuple[str, str, bool]], obs: str, rc: in
     return Action("run", edits.replace_command(path, pairs, obs), obs, 0)
 
 
+# openhands-aci's refusal to create over an existing file (nothing is written)
+_EXISTS = re.compile(r"File already exists at: [^\n]*\. Cannot overwrite files using command `create`")
+
+
 def _create_action(path: str, content: str, obs: str, rc: int | None, turn: int) -> Action:
+    if _failed(obs, rc) and _EXISTS.search(obs):
+        ok = f"File created successfully at: {path}"
+        return Action("run", edits.create_unless_exists_command(path, content, obs, ok), obs, 1)
     if _failed(obs, rc):
         # e.g. "File already exists … cannot overwrite": the file was not written
         raise ConvertError("failed_create", f"turn {turn}: {obs.strip()[:80]}")
@@ -524,7 +625,9 @@ _NO_MATCH = re.compile(r"^\s*(No (matches|files|results) found|Found 0 matches)"
 def _read_file(args: dict[str, Any], obs: str, rc: int | None, turn: int = 0) -> Action:
     """``read_file(path[, offset, limit])``: numbered (``cat -n``) or plain (``cat``/``sed``) text."""
     path = _s(args, "path", "file_path", "filename", default="") or ""
-    rng = _range(args.get("offset", args.get("start_line")), args.get("limit"))
+    # Kimi's ReadFile names its range line_offset/n_lines
+    first = next((args[k] for k in ("offset", "start_line", "line_offset") if args.get(k) is not None), None)
+    rng = _range(first, args.get("limit", args.get("n_lines")))
     if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
         cmd = view_command(path, rng)
         out, code = _missing(path, cmd, obs, turn)
@@ -641,6 +744,34 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+# the editor's result for a call missing an argument it needs: its refusal or its crash
+_EDITOR_FAILED = re.compile(
+    r"\A\s*(?:ERROR:|-{20,}\n\w*Error +Traceback|Traceback \(most recent call last\))|Parameter `"
+)
+# Claude Code's refusal of a call it did not run
+_REFUSED = re.compile(r"\s*<tool_use_error>")
+# Kimi Code's status part before a tool's output: the harness's words, not the command's
+_SYSTEM_STATUS = re.compile(r"<system>(.*?)</system>\n?", re.S)
+_STATUS_EXIT = re.compile(r"exit(?:ed with)? code:? (-?\d+)", re.I)
+
+
+def split_system_status(obs: str) -> tuple[str, int | None]:
+    """Kimi's ``<system>…</system>`` status removed from the start of a tool result, and the
+    return code it states (``Command executed successfully.``: 0; ``… exit code: N``: N). An
+    ``ERROR`` status without a code stays, unwrapped, as the failure the converter reads (a read
+    of a missing file becomes ``cat``'s own message, ``_missing``)."""
+    m = _SYSTEM_STATUS.match(obs)
+    if m is None:
+        return obs, None
+    status, rest = m.group(1), obs[m.end() :]
+    code = _STATUS_EXIT.search(status)
+    if code:
+        return rest, int(code.group(1))
+    if status.startswith("ERROR"):
+        return status + ("\n" + rest if rest else ""), None
+    return rest, 0 if status.startswith("Command executed successfully") else None
+
+
 _ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
 
 
@@ -656,6 +787,14 @@ def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
+    if _REFUSED.match(obs):
+        # Claude Code refused the call before running it (not read yet, string not found, a bad
+        # argument): it changed nothing, so no command stands for it; its thought is carried
+        state.counters["convert/refused_call_removed"] += 1
+        return Action("remove", text="convert/refused_call_removed")
+    if obs.startswith("<system>"):
+        obs, status_rc = split_system_status(obs)
+        rc = rc if rc is not None else status_rc
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:
@@ -671,13 +810,28 @@ def convert_call(
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    if name in NO_EFFECT_TOOLS:
+        state.counters["convert/no_effect_removed"] += 1
+        inputs = args.get("inputs")
+        task = _s(inputs, "task", default="") if isinstance(inputs, dict) else ""
+        return Action("fold", text=task or "") if task else Action("remove", text="convert/no_effect_removed")
     if SUBMIT_RE.match(name) and set(args) <= {"args", "body"} and str(args.get("args") or "").strip():
         # a submit with an argument (a CTF flag) is not the patch submit, and has no shell command
         raise ConvertError("unknown_tool", f"{name} <argument>")
     if SUBMIT_RE.match(name):
         return Action("submit", text=_s(args, "message", "result", "summary", default="") or "", output=obs)
     if name in EDITOR_TOOLS:
-        _require(f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn)
+        try:
+            _require(
+                f"{name}.{args.get('command')}", args, _EDITOR_NEEDS.get(str(args.get("command")), ()), turn
+            )
+        except ConvertError:
+            if not _EDITOR_FAILED.search(obs):
+                raise
+            # the editor cannot run a command without its argument: it refused or crashed
+            # (openhands-aci's traceback) and changed nothing
+            state.counters["convert/refused_call_removed"] += 1
+            return Action("remove", text="convert/refused_call_removed")
         if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
             # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
             # shell command prints that, and ``cat -n`` would claim the whole file

@@ -19,6 +19,26 @@ Agent actions become Steps; the tool call is taken from ``tool_call_metadata`` (
 action type. Observations are matched to their action by ``cause``; return codes come from
 ``extras.metadata.exit_code``. Editor results use ``extras.formatted_output_and_error``, the
 text the model was shown, rather than OpenHands' internal diff.
+
+OpenHands' tools and what convert makes of them (by what each call does):
+
+=======================  ===============================================================
+``execute_bash``         the command (its pty echo and prompt removed, ``strip_pty_frame``)
+``str_replace_editor``   ``cat -n``/``find`` views, python3 heredoc edits; a refused call
+                         (bad arguments) is removed here; ``undo_edit`` drops the run
+``think``                no effect: its thought is folded into the next turn's THOUGHT
+``task_tracker``         no effect (the agent's own plan): removed, its thought carried
+``request_condensation`` no effect on the repository or the shell: removed
+``delegate``             the hand-over to a sub-agent, whose own actions are events of the
+                         stream: removed, its task folded into the thought
+``finish``               mini's submit; its output is the recorded patch
+``execute_ipython_cell`` effects in a live kernel no one-shot command keeps: drops
+``browser``/``web_read`` a network read (what it fetched could hold the fix, which the leak
+                         step must see): drops as ``convert/unknown_tool``
+``edit_file``            the LLM-based editor: no exact replacement is recorded: drops
+=======================  ===============================================================
+
+``recall``, ``condensation`` and the other bookkeeping actions are skipped (``_SKIP_ACTIONS``).
 """
 
 from __future__ import annotations
@@ -44,6 +64,7 @@ from pipeline.parsers.common import (
     text_of,
 )
 from pipeline.parsers.format import Format, Machines, is_event_list
+from pipeline.parsers.sweagent import prints_final_newline
 
 _SKIP_ACTIONS = frozenset(
     {
@@ -130,6 +151,34 @@ def strip_wait_notes(obs: str, md: dict[str, Any]) -> str:
     return obs
 
 
+# OpenHands' bash session of late 2024 (pexpect on a pty) recorded the terminal around the
+# output: the command line it typed, echoed first, and its prompt, ``[Python Interpreter: …]``
+# then ``user@host:cwd # ``, last. The prompt took the place of the output's final newline.
+_PTY_PROMPT_RE = re.compile(r"\[Python Interpreter: [^\]\n]*\]\n[^\n]*@[^\n]*:[^\n]* ?[#$] ?\Z")
+
+
+def _command(call: ToolCall) -> str:
+    cmd = call.args.get("command")
+    return cmd if isinstance(cmd, str) else ""
+
+
+def strip_pty_frame(obs: str, command: str) -> tuple[str, bool]:
+    """The output of ``command`` without the terminal's echo of it and the prompt after it
+    (None of it is printed by the command); the final newline the prompt replaced is put back
+    where the command prints one (``prints_final_newline``). Returns (output, framed)."""
+    m = _PTY_PROMPT_RE.search(obs)
+    if m is None:
+        return obs, False
+    out = obs[: m.start()]
+    for echo in (command, command.strip()):
+        if echo and out.startswith(echo) and out[len(echo) : len(echo) + 1] in ("", "\n"):
+            out = out[len(echo) + 1 :]
+            break
+    if out and not out.endswith("\n") and prints_final_newline(command):
+        out += "\n"
+    return out, True
+
+
 _EVENT_KEYS = frozenset(
     {
         "id",
@@ -185,6 +234,13 @@ def _events(payload: dict[str, Any]) -> list[Any]:
         return flat
     pending: list[str] = []
     return [_as_event(ev, f"history[{n}]", n, pending) for n, ev in enumerate(flat)]
+
+
+def has_recorded_patch(payload: dict[str, Any]) -> bool:
+    """Whether the record kept a patch field (``test_result.git_patch``, resolver ``git_patch``)."""
+    result = payload.get("test_result")
+    patch = result.get("git_patch") if isinstance(result, dict) else payload.get("git_patch")
+    return isinstance(patch, str)
 
 
 def recorded_patch(payload: dict[str, Any]) -> str:
@@ -258,7 +314,16 @@ def parse_openhands(raw: RawRun) -> Episode:
         ):
             working_dir = md["working_dir"]
         step = steps[by_id[cause]]
-        if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+        if isinstance(step.call, ToolCall) and step.call.name == "execute_bash":
+            # a pty's line ends, when every one is (restore_pty_newlines' rule)
+            pty = "\r\n" in obs and "\n" not in obs.replace("\r\n", "")
+            out, framed = strip_pty_frame(obs.replace("\r\n", "\n") if pty else obs, _command(step.call))
+            if framed:
+                obs = out
+                counters["parse/openhands_pty_frame_removed"] += 1
+        negative = isinstance(code, int) and not isinstance(code, bool) and code < 0
+        # a record without the code still says it with the wait note OpenHands appended
+        if negative or (rc is None and not isinstance(code, int) and _WAIT_SUFFIX_RE.search(obs)):
             # -1: still running when OpenHands stopped waiting (no new output, or its timeout);
             # -2: moved to a background session. Either way the command never finished.
             obs = strip_wait_notes(obs, md)
@@ -277,7 +342,7 @@ def parse_openhands(raw: RawRun) -> Episode:
     llm = payload.get("metadata", {}).get("llm_config") if isinstance(payload.get("metadata"), dict) else None
     if model == "unknown" and isinstance(llm, dict):
         model = opt_str(llm.get("model")) or model
-    return make_episode(
+    ep = make_episode(
         task_text=task_text,
         steps=steps,
         dialect="events",
@@ -299,6 +364,17 @@ def parse_openhands(raw: RawRun) -> Episode:
         epoch=raw.epoch,
         root_hint=_root(task_text, steps, working_dir),
     )
+    ep.meta.submission = _submission(payload, steps)
+    return ep
+
+
+def _submission(payload: dict[str, Any], steps: list[Step]) -> str | None:
+    """The patch the run submitted: the recorded patch ("" when it is empty) of a run whose
+    agent called ``finish``. OpenHands records a ``git_patch`` of the workspace for every
+    evaluated run, finished or stopped at its iteration limit; a run without a finish did not
+    submit, and a record without the field does not say (both None)."""
+    finished = bool(steps) and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish"
+    return recorded_patch(payload) if finished and has_recorded_patch(payload) else None
 
 
 # the editor refusing a call's arguments before doing anything (openhands-aci's validation)
