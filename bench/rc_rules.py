@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pipeline.convert import _is_submit_command
 from pipeline.convert import returncodes as rcmod
 from pipeline.convert.roots import RootRewriter
 from pipeline.convert.tools import ToolState, convert_call, peel_wrappers, split_exit_marker
@@ -92,6 +93,18 @@ SOURCES: list[dict[str, Any]] = [
             "tests/runtime/trajs/basic.json",
             "tests/runtime/trajs/basic_gui_mode.json",
             "tests/runtime/trajs/wrong_initial_state.json",
+        ],
+    },
+    {
+        # SWE-agent 1.x runs on SWE-smith tasks, vendored in this repository (tests/fixtures/real,
+        # PROVENANCE.md there: SWE-bench/SWE-smith); read from the work tree
+        "group": "sweagent",
+        "family": "sweagent",
+        "repo": "local",
+        "commit": "",
+        "paths": [
+            "tests/fixtures/real/sweagent-swesmith-pandas-pr_53856.traj",
+            "tests/fixtures/real/sweagent-swesmith-pydantic-pr_8316-review-on-submit.traj",
         ],
     },
     {
@@ -164,9 +177,15 @@ def session_bytes(blobs: GitBlobs, commit: str, files: list[str]) -> bytes | Non
 def build_manifest(mirrors: Path) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     for src in SOURCES:
+        base = {k: src[k] for k in ("group", "family", "repo", "commit")}
+        if src["repo"] == "local":
+            rows.extend(
+                {**base, "path": p, "kind": "local", "sha256": sha((ROOT / p).read_bytes())}
+                for p in src["paths"]
+            )
+            continue
         blobs = GitBlobs(mirror_dir(mirrors, src["repo"]))
         commit = src["commit"]
-        base = {k: src[k] for k in ("group", "family", "repo", "commit")}
         if src.get("sessions"):
             by_session: dict[str, list[str]] = defaultdict(list)
             for f in blobs.ls(commit, src["under"]):
@@ -178,7 +197,9 @@ def build_manifest(mirrors: Path) -> list[dict[str, str]]:
                 if data is not None:
                     rows.append({**base, "path": sess, "kind": "oh_session", "sha256": sha(data)})
         else:
-            paths = src.get("paths") or [f for f in blobs.ls(commit, src["under"]) if f.endswith(src["suffix"])]
+            paths = src.get("paths") or [
+                f for f in blobs.ls(commit, src["under"]) if f.endswith(src["suffix"])
+            ]
             for p in sorted(paths):
                 data = blobs.read(commit, p)
                 if data is not None:
@@ -196,7 +217,15 @@ def inputs(manifest: list[dict[str, str]], mirrors: Path) -> Iterator[tuple[dict
     open_: dict[str, GitBlobs] = {}
     listings: dict[tuple[str, str], list[str]] = {}
     for row in manifest:
-        blobs = open_.get(row["repo"]) or open_.setdefault(row["repo"], GitBlobs(mirror_dir(mirrors, row["repo"])))
+        if row["kind"] == "local":
+            data = (ROOT / row["path"]).read_bytes()
+            if sha(data) != row["sha256"]:
+                raise SystemExit(f"{row['path']}: changed bytes")
+            yield row, data
+            continue
+        blobs = open_.get(row["repo"]) or open_.setdefault(
+            row["repo"], GitBlobs(mirror_dir(mirrors, row["repo"]))
+        )
         if row["kind"] == "oh_session":
             key = (row["repo"], row["commit"])
             if key not in listings:
@@ -224,6 +253,7 @@ class Sample:
     output: str
     returncode: int | None  # None: the record holds none (SWE-agent)
     needs: bool = True  # convert would have no code for it (neither recorded nor proven by a converter)
+    run: str = ""  # the run's source uid (a file may hold several runs)
 
 
 def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
@@ -243,7 +273,7 @@ def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
             cmd = peel_wrappers(roots(step.call.command))
             out, marked = split_exit_marker(obs)
             rc = step.returncode if step.returncode is not None else marked
-            if cmd and cmd != "submit":
+            if cmd and not _is_submit_command(cmd):
                 yield cmd, out, rc, rc is None
         elif isinstance(step.call, ToolCall):
             args = roots.deep(step.call.args)
@@ -252,7 +282,7 @@ def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
                 action = convert_call(step.call.name, args, obs, step.returncode, turn, state)
             except PipelineDrop:
                 return
-            if action.kind == "run" and action.command.strip():
+            if action.kind == "run" and action.command.strip() and not _is_submit_command(action.command):
                 # a code the converter derived from an edit's outcome is proven, not recorded: only
                 # the record's own code (or the exit marker convert_call split) is a sample's truth
                 recorded = step.returncode is not None or split_exit_marker(obs)[1] is not None
@@ -267,7 +297,10 @@ def samples_of(row: dict[str, str], data: bytes, tmp: Path) -> Iterator[Sample]:
     for raw in iter_trajectory_file(path, name=name):
         if isinstance(raw, RawRun):
             for cmd, out, rc, needs in turns(raw):
-                yield Sample(row["group"], row["family"], f"{row['repo']}:{row['path']}", cmd, out, rc, needs)
+                source = f"{row['repo']}:{row['path']}"
+                yield Sample(
+                    row["group"], row["family"], source, cmd, out, rc, needs, f"{source}#{raw.source_uid}"
+                )
     path.unlink()
 
 
@@ -283,23 +316,43 @@ def score(samples: list[Sample]) -> dict[str, Any]:
         for r in rcmod.RULES
     }
     totals: Counter[str] = Counter()
+    by_class: dict[str, Counter[str]] = defaultdict(Counter)
+    conflicts: list[dict[str, Any]] = []
     for s in recorded:
         totals["all"] += 1
         totals[f"family:{s.family}"] += 1
         totals[f"group:{s.group}"] += 1
+        answers: dict[str, int] = {}
         for r in rcmod.RULES:
             got = r.decide(s.command, s.output)
             if got is None:
                 continue
+            answers[r.name] = got
             ok = got == s.returncode
-            for cell in (table[r.name]["all"], table[r.name]["family"][s.family], table[r.name]["group"][s.group]):
+            if r.name == "loud_success":
+                shape = rcmod._shape(s.command)
+                cls = (shape and rcmod._loud_class(shape.final)) or "?"
+                by_class[cls]["decided"] += 1
+                by_class[cls]["correct"] += ok
+            for cell in (
+                table[r.name]["all"],
+                table[r.name]["family"][s.family],
+                table[r.name]["group"][s.group],
+            ):
                 cell["decided"] += 1
                 cell["correct"] += ok
             if not ok and len(table[r.name]["wrong"]) < 8:
                 table[r.name]["wrong"].append(
-                    {"source": s.source, "command": s.command[:300], "output": s.output[-300:], "recorded": s.returncode, "inferred": got}
+                    {
+                        "source": s.source,  # no command or output text: no trajectory data is committed
+                        "program": _final_program(s.command),
+                        "recorded": s.returncode,
+                        "inferred": got,
+                    }
                 )
-    for name, t in table.items():
+        if len(set(answers.values())) > 1 and len(conflicts) < 20:
+            conflicts.append({"source": s.source, "answers": answers, "recorded": s.returncode})
+    for t in table.values():
         for cell in [t["all"], *t["family"].values(), *t["group"].values()]:
             cell["precision"] = round(cell["correct"] / cell["decided"], 4) if cell["decided"] else None
         t["all"]["coverage"] = round(t["all"]["decided"] / max(totals["all"], 1), 4)
@@ -309,7 +362,17 @@ def score(samples: list[Sample]) -> dict[str, Any]:
             cell["coverage"] = round(cell["decided"] / max(totals[f"group:{grp}"], 1), 4)
         t["family"], t["group"] = dict(t["family"]), dict(t["group"])
         t["passes"] = passes(t)
-    return {"totals": dict(totals), "rules": table}
+    return {
+        "totals": dict(totals),
+        "rules": table,
+        "loud_success_by_class": {k: dict(v) for k, v in sorted(by_class.items())},
+        "conflicts": conflicts,
+    }
+
+
+def _final_program(command: str) -> str:
+    shape = rcmod._shape(command)
+    return rcmod.prog(shape.final) if shape else "?"
 
 
 def measured(t: dict[str, Any]) -> rcmod.Measured:
@@ -375,7 +438,12 @@ def coverage(samples: list[Sample], enabled: set[str]) -> dict[str, Any]:
             by_rule[got[1]] += 1
             correct += s.returncode is not None and got[0] == s.returncode
         has = sum(1 for s in rows if s.returncode is not None)
+        runs: dict[str, bool] = {}
+        for s in rows:
+            runs[s.run] = runs.get(s.run, True) and infer(s.command, s.output) is not None
         out[fam] = {
+            "runs": len(runs),
+            "runs_all_decided": sum(runs.values()),
             "turns": len(rows),
             "recorded": has,
             "decided": decided,
@@ -388,7 +456,9 @@ def coverage(samples: list[Sample], enabled: set[str]) -> dict[str, Any]:
 
 def git_head() -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -423,7 +493,8 @@ def write_report(result: dict[str, Any], argv: list[str]) -> None:
         t = sc["rules"][r.name]
         a = t["all"]
         cells = [
-            f"{t['group'][g]['decided']}, {pct(t['group'][g]['precision'])}" if g in t["group"] else "0" for g in groups
+            f"{t['group'][g]['decided']}, {pct(t['group'][g]['precision'])}" if g in t["group"] else "0"
+            for g in groups
         ]
         lines.append(
             f"| `{r.name}` | {'yes' if t['passes'] else 'no'} | {a['decided']} | {a['correct']} | {pct(a['precision'])}"
@@ -441,12 +512,29 @@ def write_report(result: dict[str, Any], argv: list[str]) -> None:
             for f in fams
         ]
         lines.append(f"| `{r.name}` | " + " | ".join(cells) + " |")
+    lines += ["", "`loud_success` per class of its final program (decided, correct):", ""]
+    lines += [
+        f"- {k}: {v.get('decided', 0)}, {v.get('correct', 0)}" for k, v in sc["loud_success_by_class"].items()
+    ]
+    lines += [
+        "",
+        f"Samples where two rules (enabled or not) disagree: {len(sc['conflicts'])} (first 20 in the json).",
+    ]
     lines += ["", "## `infer_returncode` (enabled rules, first that decides) per family", ""]
-    lines += ["| family | command turns | with a recorded code | decided | correct (of recorded) | coverage |", "|---|---|---|---|---|---|"]
+    lines += [
+        "| family | command turns | with a recorded code | decided | correct (of recorded) | coverage | runs | runs with every such turn decided |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for fam, c in cov.items():
         lines.append(
-            f"| {fam} | {c['turns']} | {c['recorded']} | {c['decided']} | {c['correct_of_recorded']} | {pct(c['coverage'])} |"
+            f"| {fam} | {c['turns']} | {c['recorded']} | {c['decided']} | {c['correct_of_recorded']} | {pct(c['coverage'])}"
+            f" | {c['runs']} | {c['runs_all_decided']} |"
         )
+    lines += [
+        "",
+        "For mini-swe-agent and OpenHands the turns are every command turn with its code hidden; for SWE-agent,",
+        "the command turns convert has no code for (the windowed tools' converters prove theirs).",
+    ]
     lines += ["", "Decisions per rule:", ""]
     for fam, c in cov.items():
         lines.append(f"- {fam}: " + ", ".join(f"`{k}` {v}" for k, v in c["by_rule"].items()))
@@ -457,9 +545,15 @@ def write_report(result: dict[str, Any], argv: list[str]) -> None:
             lines.append(f"- `{r.name}`:")
             for w in wrong:
                 lines.append(
-                    f"  - {w['source']}: recorded {w['recorded']}, inferred {w['inferred']}: `{w['command'][:120]!r}`"
+                    f"  - {w['source']}: `{w['program']}`, recorded {w['recorded']}, inferred {w['inferred']}"
                 )
-    lines += ["", "## Inputs", "", "Rebuilt from the mirrors the manifest (`bench/rc_rules_manifest.json`) names:", ""]
+    lines += [
+        "",
+        "## Inputs",
+        "",
+        "Rebuilt from the mirrors the manifest (`bench/rc_rules_manifest.json`) names:",
+        "",
+    ]
     for k, v in result["inputs"].items():
         lines.append(f"- {k}: {v} inputs")
     (RESULTS / "rc_rules.md").write_text("\n".join(lines) + "\n")
@@ -483,14 +577,16 @@ def load_samples(args: argparse.Namespace) -> list[Sample]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirrors", default="/work/.mirror")
-    ap.add_argument("--build-manifest", action="store_true", help="list the mirrors' inputs into the manifest")
+    ap.add_argument(
+        "--build-manifest", action="store_true", help="list the mirrors' inputs into the manifest"
+    )
     ap.add_argument("--cache", help="samples cache (JSONL, outside the repo); read if present")
     ap.add_argument("--write-table", action="store_true", help="rewrite the module's MEASURED table")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.build_manifest:
         rows = build_manifest(Path(args.mirrors))
-        MANIFEST.write_text(json.dumps(rows, indent=0) + "\n")
+        MANIFEST.write_text("[\n" + ",\n".join(json.dumps(r, sort_keys=True) for r in rows) + "\n]\n")
         print(f"{len(rows)} inputs -> {MANIFEST}")
         return
     samples = load_samples(args)
@@ -500,7 +596,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.write_table:
         write_table(sc)
     elif enabled != set(rcmod.ENABLED):
-        print(f"note: the module's table is stale: passing now {sorted(enabled)}, enabled {sorted(rcmod.ENABLED)}")
+        print(
+            f"note: the module's table is stale: passing now {sorted(enabled)}, enabled {sorted(rcmod.ENABLED)}"
+        )
     result = {
         "commit": git_head(),
         "score": sc,
@@ -512,7 +610,9 @@ def main(argv: list[str] | None = None) -> None:
     write_report(result, ["bench/rc_rules.py", *(argv if argv is not None else sys.argv[1:])])
     for r in rcmod.RULES:
         a = result["score"]["rules"][r.name]["all"]
-        print(f"{r.name:32} {'ON ' if result['score']['rules'][r.name]['passes'] else 'off'} n={a['decided']:6} prec={pct(a['precision'])}")
+        print(
+            f"{r.name:32} {'ON ' if result['score']['rules'][r.name]['passes'] else 'off'} n={a['decided']:6} prec={pct(a['precision'])}"
+        )
     for fam, c in result["coverage"].items():
         print(f"coverage {fam}: {c['decided']}/{c['turns']} = {pct(c['coverage'])}")
 
