@@ -158,3 +158,12 @@ def test_inference_is_cheap_on_a_long_output(command: str) -> None:
     for _ in range(5):
         infer_returncode(command, output)
     assert (time.perf_counter() - start) / 5 < 0.25
+
+
+def test_the_fixture_matches_its_provenance_row() -> None:
+    import hashlib
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "returncodes"
+    digest = hashlib.sha256((folder / "cases.json").read_bytes()).hexdigest()
+    assert f"{len(CASES)} turns" in (folder / "PROVENANCE.md").read_text()
+    assert digest in (folder / "PROVENANCE.md").read_text()
