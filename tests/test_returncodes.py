@@ -141,6 +141,28 @@ def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
         ("git show HEAD:nope.py", "fatal: path 'nope.py' does not exist in 'HEAD'\n", None),
         ("pytest -q t.py", "1 passed in 0.01s\n", None),  # a summary line alone is no run's output
         ("curl -s http://localhost:8000", "<html></html>\n", None),
+        # timeout returns 124 for the child it killed, whatever the child had printed
+        ("timeout 30 grep -rn foo /", "/etc/foo.conf:1:foo\n", None),
+        ("grep -n foo a.py > hits.txt", "", None),  # grep's stdout is in a file: empty says nothing
+        ("cat <<< 'x' | grep -c y", "0\n", None),
+        # silent failers of git: no stash (1, "No stash entries found."), an unset key (1, nothing)
+        ("git stash pop", "No stash entries found.\n", None),
+        ("git config user.name", "", None),
+        ("git diff --no-index a.txt b.txt", "", None),
+        # a module is a tool with its own statuses (flake8: 1 with findings, no error word)
+        ("python -m flake8 a.py", "a.py:1:80: E501 line too long (88 > 79 characters)\n", None),
+        # the code is seen, not what it imports: setup() exits 1 through argparse
+        (
+            "python -c 'import setup'",
+            "usage: -c [global_opts] cmd1 [cmd1_opts]\n   or: -c --help\n\nerror: no commands supplied\n",
+            None,
+        ),
+        ("python -c 'print(1 + 1)'", "2\n", (0, "python_inline")),
+        (
+            "cat <<'EOF' > t.py\nprint(undefined)\nEOF\npython t.py",
+            "Traceback (most recent call last):\n  File \"/testbed/t.py\", line 1, in <module>\n    print(undefined)\nNameError: name 'undefined' is not defined\n",
+            (1, "python_inline"),
+        ),
     ],
 )
 def test_given_this_command_and_output(command: str, output: str, expected: tuple[int, str] | None) -> None:
