@@ -636,19 +636,6 @@ def or_fallback(command: str, output: str) -> int | None:
     return 0
 
 
-def echo_marker(command: str, output: str) -> int | None:
-    """0 when the last list is an ``&&`` chain ending in ``echo`` of literal words and the output's
-    last line is exactly what that echo prints: the echo ran, so everything before it returned 0."""
-    shape = _shape(command)
-    if shape is None or not shape.joins or set(shape.joins) != {"&&"} or prog(shape.final) != "echo":
-        return None
-    words = shape.final.argv[1:]
-    if not words or any(w.startswith("-") or "$" in w or "`" in w or ">" in w or "\\" in w for w in words):
-        return None
-    text = " ".join(words).strip()
-    return 0 if text and _last_line(output) == text else None
-
-
 # what a failing or bug-reproducing script prints before it exits non-zero, lower-cased (measured:
 # with these excluded, a script's output alone is enough; without, it is not); a linter's report
 # ("************* module x", "rated at") is one too
@@ -714,7 +701,6 @@ RULES: tuple[Rule, ...] = (
     Rule("grep_match", grep_match),
     Rule("loud_success", loud_success),
     Rule("or_fallback", or_fallback),
-    Rule("echo_marker", echo_marker),
     Rule("sympy_test_summary", sympy_test_summary),
     Rule("python_inline", python_inline),
     Rule("python_script_quiet", python_script_quiet),
@@ -751,7 +737,6 @@ MEASURED: dict[str, Measured] = {
     "grep_match": Measured(1.0000, 2043, 2, 1.0000),
     "loud_success": Measured(1.0000, 6265, 3, 1.0000),
     "or_fallback": Measured(1.0000, 11, 0, 1.0000),
-    "echo_marker": Measured(0.0000, 0, 0, 1.0000),
     "sympy_test_summary": Measured(1.0000, 85, 1, 1.0000),
     "python_inline": Measured(1.0000, 262, 2, 1.0000),
     "python_script_quiet": Measured(1.0000, 938, 2, 1.0000),
