@@ -158,6 +158,7 @@ def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
             None,
         ),
         ("python -c 'print(1 + 1)'", "2\n", (0, "python_inline")),
+        ("python -c 'print(1); quit(3)'", "1\n", None),  # the code may exit: its status is not shown
         (
             "cat <<'EOF' > t.py\nprint(undefined)\nEOF\npython t.py",
             "Traceback (most recent call last):\n  File \"/testbed/t.py\", line 1, in <module>\n    print(undefined)\nNameError: name 'undefined' is not defined\n",

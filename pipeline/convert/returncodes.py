@@ -479,7 +479,7 @@ def unittest_summary(command: str, output: str) -> int | None:
 
 _GREP = frozenset({"grep", "egrep", "fgrep", "rg"})
 _GREP_STATUS_FLAGS = frozenset(
-    {"q", "c", "L", "--quiet", "--silent", "--count", "--files-without-match", "s"}
+    {"q", "c", "L", "--quiet", "--silent", "--count", "--files-without-match", "s", "--no-messages"}
 )
 
 
@@ -540,7 +540,9 @@ def python_clean_output(command: str, output: str) -> int | None:
     return 0
 
 
-_EXITS = re.compile(r"exit|abort|SystemExit|\bmain\(|signal|kill|exec|runpy|run_path|subprocess|system\(")
+_EXITS = re.compile(
+    r"exit|quit|abort|SystemExit|excepthook|\bmain\(|signal|kill|exec|runpy|run_path|subprocess|system\("
+)
 
 
 def _inline_code(shape: Shape) -> str | None:
@@ -603,7 +605,7 @@ def _has_exc_word(output: str) -> bool:
     return "Error" in output or "Exception" in output or "Warning" in output
 
 
-_HANDLES = re.compile(r"except|traceback|print_exc|logging|warn|sys\.stderr|exit|signal")
+_HANDLES = re.compile(r"except|traceback|print_exc|logging|warn|sys\.stderr|exit|quit|signal")
 
 
 def python_inline_exception(command: str, output: str) -> int | None:
