@@ -158,7 +158,15 @@ def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
             None,
         ),
         ("python -c 'print(1 + 1)'", "2\n", (0, "python_inline")),
-        ("python -c 'print(1); quit(3)'", "1\n", None),  # the code may exit: its status is not shown
+        ("python -c 'print(1); quit(3)'", "1\n", None),
+        # mini-swe-agent's long-output form: an error in the cut middle would be unseen
+        (
+            "ls -R",
+            "<warning>\nThe output of your last command was too long.\n</warning>\n<output_head>\n./a:\nx.py\n"
+            "</output_head>\n<elided_chars>\n27751 characters elided\n</elided_chars>\n<output_tail>\n"
+            "./z:\ny.py\n</output_tail>",
+            None,
+        ),  # the code may exit: its status is not shown
         (
             "cat <<'EOF' > t.py\nprint(undefined)\nEOF\npython t.py",
             "Traceback (most recent call last):\n  File \"/testbed/t.py\", line 1, in <module>\n    print(undefined)\nNameError: name 'undefined' is not defined\n",

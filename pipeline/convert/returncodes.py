@@ -293,8 +293,15 @@ def _prefix_ok(shape: Shape, output: str) -> bool:
     return all(j == "&&" for j in shape.joins) and all(_loud_ok(d, output) for d in shape.deciders[:-1])
 
 
+# mini-swe-agent keeps a long output's head and tail only: a message in the cut middle is unseen
+_ELIDED = "<elided_chars>"
+
+
 def _clean(output: str) -> bool:
-    """No shell error in the output (see ``_SHELL_ERROR``)."""
+    """No shell error in the output (see ``_SHELL_ERROR``), and none cut out of it: the rules that
+    read an absence of errors call this, so an elided output is never clean."""
+    if _ELIDED in output:
+        return False
     return not any(k in output for k in _SHELL_KEYS) or _SHELL_ERROR.search(output) is None
 
 
@@ -737,7 +744,7 @@ MEASURED: dict[str, Measured] = {
     "unittest_summary": Measured(1.0000, 468, 2, 1.0000),
     "grep_no_match": Measured(1.0000, 253, 2, 1.0000),
     "grep_match": Measured(1.0000, 2043, 2, 1.0000),
-    "loud_success": Measured(1.0000, 6265, 3, 1.0000),
+    "loud_success": Measured(1.0000, 6037, 3, 1.0000),
     "or_fallback": Measured(1.0000, 11, 0, 1.0000),
     "sympy_test_summary": Measured(1.0000, 85, 1, 1.0000),
     "python_inline": Measured(1.0000, 262, 2, 1.0000),
