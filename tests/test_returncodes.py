@@ -159,6 +159,17 @@ def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
         ),
         ("python -c 'print(1 + 1)'", "2\n", (0, "python_inline")),
         ("python -c 'print(1); quit(3)'", "1\n", None),
+        # grep's binary notices are matches when grep is alone; before a | they are no match at all
+        (
+            'grep -r "NdarrayMixin" astropy/table',
+            "grep: astropy/table/__pycache__/t.cpython-39.pyc: binary file matches\nastropy/table/t.py:import x\n",
+            (0, "grep_match"),
+        ),
+        (
+            'grep -r "integer=True" sympy | grep "infinite"',
+            "grep: sympy/core/__pycache__/a.cpython-39.pyc: binary file matches\n",
+            None,
+        ),
         # mini-swe-agent's long-output form: an error in the cut middle would be unseen
         (
             "ls -R",

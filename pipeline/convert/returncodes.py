@@ -514,19 +514,26 @@ def grep_no_match(command: str, output: str) -> int | None:
     return 1
 
 
+_BINARY_MATCH = re.compile(r"^(?:\S*/)?grep: .+: binary file matches$", re.M)
+
+
 def grep_match(command: str, output: str) -> int | None:
     """0 when the whole command is one pipeline ending in grep (rg, git grep) and the output is
     non-empty with no shell error and no message of any of its programs (``strings: x: No such
     file`` from a stage before grep is all a failed pipeline prints): everything printed came
-    out of grep, so a line matched,
-    and grep returns 0 when a line matched. (With an earlier command in the line, its output could
-    be all there is: measured, that fails.)"""
+    out of grep, so a line matched, and grep returns 0 when a line matched. When grep is the only
+    stage, its "grep: f: binary file matches" notices (GNU grep >= 3.5, on stderr) are matches
+    too, not errors. (With an earlier command in the line, its output could be all there is:
+    measured, that fails.)"""
     if not output.strip():
         return None
     shape = _grep_final(command)
     if shape is None or len(_lists_and_items(shape)) != 1 or not _clean(output):
         return None
-    if _git_error_in(output) or any(_tool_error_in(prog(seg), output) for seg in shape.segments):
+    seen = output
+    if len(shape.segments) == 1 and "binary file matches" in output:
+        seen = _BINARY_MATCH.sub("", output)
+    if _git_error_in(seen) or any(_tool_error_in(prog(seg), seen) for seg in shape.segments):
         return None  # a stage before grep that failed leaves grep nothing to match: its message is no match
     return 0
 
@@ -743,7 +750,7 @@ MEASURED: dict[str, Measured] = {
     "pytest_summary": Measured(1.0000, 375, 2, 1.0000),
     "unittest_summary": Measured(1.0000, 468, 2, 1.0000),
     "grep_no_match": Measured(1.0000, 253, 2, 1.0000),
-    "grep_match": Measured(1.0000, 2043, 2, 1.0000),
+    "grep_match": Measured(1.0000, 2108, 2, 1.0000),
     "loud_success": Measured(1.0000, 6037, 3, 1.0000),
     "or_fallback": Measured(1.0000, 11, 0, 1.0000),
     "sympy_test_summary": Measured(1.0000, 85, 1, 1.0000),
