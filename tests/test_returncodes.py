@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.convert import returncodes as rc
 from pipeline.convert.returncodes import infer_returncode
@@ -119,6 +121,8 @@ def test_the_deciders_of_a_command(command: str, deciders: list[list[str]], join
         "set -o pipefail; pytest | tail -3",
         "python server.py &",
         "ls x || exit 1",
+        "grep -rn foo . |",  # a line ending in an operator: bash would wait for more
+        "ls &&",
     ],
 )
 def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
@@ -209,3 +213,31 @@ def test_the_fixture_matches_its_provenance_row() -> None:
     digest = hashlib.sha256((folder / "cases.json").read_bytes()).hexdigest()
     assert f"{len(CASES)} turns" in (folder / "PROVENANCE.md").read_text()
     assert digest in (folder / "PROVENANCE.md").read_text()
+
+
+_WORDS = [
+    "grep", "cat", "python", "pytest", "ls", "git", "status", "-c", "-m", "|", "&&", "||", ";", "2>&1", ">",
+    "<<EOF", "EOF", "x.py", "-q", "\n", "xargs", "timeout", "10", "echo", "sed", "-i", "find", "-exec", "{}",
+    "+", "tee", "'", '"', "$(", ")", "&", "#",
+]  # fmt: skip
+_OUTPUTS = [
+    "",
+    "cat: x: No such file or directory\n",
+    "=== 1 failed in 0.1s ===\n",
+    "Ran 1 test in 0.1s\n\nOK\n",
+    "Traceback (most recent call last):\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join) | st.text(max_size=40),
+    st.sampled_from(_OUTPUTS) | st.text(max_size=40),
+)
+def test_any_text_gets_a_code_of_an_enabled_rule_or_none_and_no_rule_raises(
+    command: str, output: str
+) -> None:
+    for rule in rc.RULES:
+        assert rule.decide(command, output) is None or isinstance(rule.decide(command, output), int)
+    got = infer_returncode(command, output)
+    assert got is None or (isinstance(got[0], int) and got[1] in rc.ENABLED)

@@ -137,6 +137,8 @@ def _shape(command: str) -> Shape | None:
             deciders.append(s)
             if s.op in ("&&", "||"):
                 joins.append(s.op)
+    if not deciders or last[-1].op not in _LIST_ENDS:
+        return None  # the line ends in an operator ("a |", "a &&"): bash would not run it
     final_index = len(last) - 1
     piped = final_index > 0 and last[final_index - 1].op in ("|", "|&")
     return Shape(tuple(segs), tuple(deciders), tuple(joins), piped)
