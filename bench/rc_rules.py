@@ -473,8 +473,8 @@ NOTES = """## Notes
 
 - Groups are independent runs: `gruckion-gemini3` (mini-swe-agent 1.15, Gemini 3 Pro, SWE-bench
   Verified), `ergt10-glm46` (OpenHands CodeAct, GLM-4.6, SWE-bench Lite event stores),
-  `upstream-tests` (the harnesses' own test data). A rule must pass on the first two (the only
-  groups with >= MIN_GROUP_N decisions for any rule); `sweagent` has no codes and counts for no rule.
+  `upstream-tests` (the harnesses' own test data, >= 30 decisions for `loud_success` only). Every
+  enabled rule passed on both of the first two; `sweagent` has no codes and counts for no rule.
 - Scripts (`python x.py`) are the bulk of what stays unknown: a reproduction script prints its
   findings and exits 1 with `sys.exit(1)`, which no output shows (`python_clean_output`, all error
   words excluded, is still under 99%; `python_traceback` is at 82%: tracebacks printed by
