@@ -1,0 +1,243 @@
+"""Return codes inferred from (command, output) by measured rules (pipeline/convert/returncodes.py).
+
+The cases are real turns (tests/fixtures/returncodes/cases.json, PROVENANCE.md there): given this
+command and this output, the code is exactly N by rule R, or unknown (None). Where the trajectory
+recorded its code, an inferred code equals it. A broken or disabled rule fails its cases.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.convert import returncodes as rc
+from pipeline.convert.returncodes import infer_returncode
+
+CASES: list[dict[str, Any]] = json.loads(
+    (Path(__file__).resolve().parent / "fixtures" / "returncodes" / "cases.json").read_text()
+)
+
+
+def _id(case: dict[str, Any]) -> str:
+    return f"{case['rule'] or 'unknown'}:{case['command'][:40]}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_real_turn_gets_exactly_its_code(case: dict[str, Any]) -> None:
+    expected = None if case["rule"] is None else (case["inferred"], case["rule"])
+    assert infer_returncode(case["command"], case["output"]) == expected
+    if expected is not None and case["recorded"] is not None:
+        assert expected[0] == case["recorded"], "an inferred code is the recorded one"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["rules"]], ids=_id)
+def test_candidate_rules_answer_as_measured(case: dict[str, Any]) -> None:
+    """What a disabled candidate says on a real turn (its misses are why it is disabled)."""
+    for name, code in case["rules"].items():
+        assert getattr(rc, name)(case["command"], case["output"]) == code, name
+
+
+def test_the_cases_cover_every_enabled_rule_with_a_decision() -> None:
+    assert {c["rule"] for c in CASES if c["rule"]} == set(rc.ENABLED)
+
+
+def test_the_cases_hold_real_misses_of_the_disabled_candidates() -> None:
+    misses = {
+        name
+        for c in CASES
+        for name, code in c["rules"].items()
+        if c["recorded"] is not None and code is not None and code != c["recorded"]
+    }
+    assert {"python_traceback", "python_clean_output"} <= misses
+
+
+# ---------------------------------------------------------------------------------------- the table
+
+
+def test_every_rule_has_a_measured_row_and_the_enabled_set_is_the_passing_one() -> None:
+    assert [r.name for r in rc.RULES] == list(rc.MEASURED)
+    assert set(rc.ENABLED) == {name for name, m in rc.MEASURED.items() if m.passes}
+
+
+def test_no_enabled_rule_is_under_the_bar() -> None:
+    assert rc.MIN_PRECISION == 0.99 and rc.MIN_N >= 200 and rc.MIN_GROUP_N >= 30
+    for name in rc.ENABLED:
+        m = rc.MEASURED[name]
+        assert m.precision >= 0.99 and m.n >= rc.MIN_N, name
+        assert m.groups >= 2 and m.min_group_precision >= 0.99, name
+
+
+@pytest.mark.parametrize(
+    ("row", "passes"),
+    [
+        (rc.Measured(1.0, 199, 2, 1.0), False),  # too few samples
+        (rc.Measured(0.9899, 5000, 2, 0.99), False),  # under 99% overall
+        (rc.Measured(1.0, 5000, 1, 1.0), False),  # one repo group only
+        (rc.Measured(0.995, 5000, 2, 0.98), False),  # fails on one group
+        (rc.Measured(0.99, 200, 2, 0.99), True),
+    ],
+)
+def test_the_bar(row: rc.Measured, passes: bool) -> None:
+    assert row.passes is passes
+
+
+def test_a_rule_under_the_bar_is_not_consulted(monkeypatch: pytest.MonkeyPatch) -> None:
+    turn = ("antlr4", "bash: line 1: antlr4: command not found\n")
+    assert rc.cannot_run(*turn) == 127
+    assert "cannot_run" not in rc.ENABLED and infer_returncode(*turn) is None
+
+
+# ---------------------------------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize(
+    ("command", "deciders", "joins"),
+    [
+        ("python x.py 2>&1 | tail -5", [["tail", "-5"]], ()),
+        ("ls &>/dev/null", [["ls", "&>/dev/null"]], ()),
+        ("cd /testbed && grep -rn foo . 2>/dev/null | head", [["head"]], ()),
+        ("a && b; c | d && e", [["d"], ["e"]], ("&&",)),
+        ("find . -name x | xargs grep -l y | head -3", [["head", "-3"]], ()),
+    ],
+)
+def test_the_deciders_of_a_command(command: str, deciders: list[list[str]], joins: tuple[str, ...]) -> None:
+    shape = rc._shape(command)
+    assert shape is not None
+    assert [d.argv for d in shape.deciders] == deciders and shape.joins == joins
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo $(pwd) && ls",
+        "for f in a b; do cat $f; done",
+        "if [ -f x ]; then cat x; fi",
+        "find . -name '*.py' | xargs grep -l foo",
+        "set -o pipefail; pytest | tail -3",
+        "python server.py &",
+        "ls x || exit 1",
+        "grep -rn foo . |",  # a line ending in an operator: bash would wait for more
+        "ls &&",
+    ],
+)
+def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
+    assert rc._shape(command) is None
+    assert infer_returncode(command, "") is None and infer_returncode(command, "a.py\n") is None
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "expected"),
+    [
+        # the status is the last stage's: head returns 0 whatever pytest did
+        ("python -m pytest -x tests 2>&1 | tail -3", "1 failed in 0.2s\n", (0, "loud_success")),
+        # a loud program before && : had it failed, it would have printed
+        ("mkdir -p out && grep -rn foo src", "", (1, "grep_no_match")),
+        # a silent failer before && (test): the empty output does not show that grep ran
+        ("test -d src && grep -rn foo src", "", None),
+        # stderr dropped: an empty output no longer shows there was no error
+        ("grep -rn foo missing_dir 2>/dev/null", "", None),
+        ("cat missing.py", "cat: missing.py: No such file or directory\n", None),
+        ("git show HEAD:nope.py", "fatal: path 'nope.py' does not exist in 'HEAD'\n", None),
+        ("pytest -q t.py", "1 passed in 0.01s\n", None),  # a summary line alone is no run's output
+        ("curl -s http://localhost:8000", "<html></html>\n", None),
+        # timeout returns 124 for the child it killed, whatever the child had printed
+        ("timeout 30 grep -rn foo /", "/etc/foo.conf:1:foo\n", None),
+        ("grep -n foo a.py > hits.txt", "", None),  # grep's stdout is in a file: empty says nothing
+        ("cat <<< 'x' | grep -c y", "0\n", None),
+        # silent failers of git: no stash (1, "No stash entries found."), an unset key (1, nothing)
+        ("git stash pop", "No stash entries found.\n", None),
+        ("git config user.name", "", None),
+        ("git diff --no-index a.txt b.txt", "", None),
+        # a module is a tool with its own statuses (flake8: 1 with findings, no error word)
+        ("python -m flake8 a.py", "a.py:1:80: E501 line too long (88 > 79 characters)\n", None),
+        # the code is seen, not what it imports: setup() exits 1 through argparse
+        (
+            "python -c 'import setup'",
+            "usage: -c [global_opts] cmd1 [cmd1_opts]\n   or: -c --help\n\nerror: no commands supplied\n",
+            None,
+        ),
+        ("python -c 'print(1 + 1)'", "2\n", (0, "python_inline")),
+        ("python -c 'print(1); quit(3)'", "1\n", None),
+        # grep's binary notices are matches when grep is alone; before a | they are no match at all
+        (
+            'grep -r "NdarrayMixin" astropy/table',
+            "grep: astropy/table/__pycache__/t.cpython-39.pyc: binary file matches\nastropy/table/t.py:import x\n",
+            (0, "grep_match"),
+        ),
+        (
+            'grep -r "integer=True" sympy | grep "infinite"',
+            "grep: sympy/core/__pycache__/a.cpython-39.pyc: binary file matches\n",
+            None,
+        ),
+        # mini-swe-agent's long-output form: an error in the cut middle would be unseen
+        (
+            "ls -R",
+            "<warning>\nThe output of your last command was too long.\n</warning>\n<output_head>\n./a:\nx.py\n"
+            "</output_head>\n<elided_chars>\n27751 characters elided\n</elided_chars>\n<output_tail>\n"
+            "./z:\ny.py\n</output_tail>",
+            None,
+        ),  # the code may exit: its status is not shown
+        (
+            "cat <<'EOF' > t.py\nprint(undefined)\nEOF\npython t.py",
+            "Traceback (most recent call last):\n  File \"/testbed/t.py\", line 1, in <module>\n    print(undefined)\nNameError: name 'undefined' is not defined\n",
+            (1, "python_inline"),
+        ),
+    ],
+)
+def test_given_this_command_and_output(command: str, output: str, expected: tuple[int, str] | None) -> None:
+    assert infer_returncode(command, output) == expected
+
+
+@pytest.mark.parametrize("command", ["cat big.py", "python reproduce.py", "grep -rn x .", "curl x"])
+def test_inference_is_cheap_on_a_long_output(command: str) -> None:
+    """1.2 MB of output: substring checks before any regex (about 5-45 ms here, the bound is loose
+    for a shared machine); a regex scanning such an output per line took a second."""
+    import time
+
+    output = "x = 1\n" * 200_000
+    start = time.perf_counter()
+    for _ in range(5):
+        infer_returncode(command, output)
+    assert (time.perf_counter() - start) / 5 < 0.25
+
+
+def test_the_fixture_matches_its_provenance_row() -> None:
+    import hashlib
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "returncodes"
+    digest = hashlib.sha256((folder / "cases.json").read_bytes()).hexdigest()
+    assert f"{len(CASES)} turns" in (folder / "PROVENANCE.md").read_text()
+    assert digest in (folder / "PROVENANCE.md").read_text()
+
+
+_WORDS = [
+    "grep", "cat", "python", "pytest", "ls", "git", "status", "-c", "-m", "|", "&&", "||", ";", "2>&1", ">",
+    "<<EOF", "EOF", "x.py", "-q", "\n", "xargs", "timeout", "10", "echo", "sed", "-i", "find", "-exec", "{}",
+    "+", "tee", "'", '"', "$(", ")", "&", "#",
+]  # fmt: skip
+_OUTPUTS = [
+    "",
+    "cat: x: No such file or directory\n",
+    "=== 1 failed in 0.1s ===\n",
+    "Ran 1 test in 0.1s\n\nOK\n",
+    "Traceback (most recent call last):\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join) | st.text(max_size=40),
+    st.sampled_from(_OUTPUTS) | st.text(max_size=40),
+)
+def test_any_text_gets_a_code_of_an_enabled_rule_or_none_and_no_rule_raises(
+    command: str, output: str
+) -> None:
+    for rule in rc.RULES:
+        assert rule.decide(command, output) is None or isinstance(rule.decide(command, output), int)
+    got = infer_returncode(command, output)
+    assert got is None or (isinstance(got[0], int) and got[1] in rc.ENABLED)
