@@ -53,6 +53,8 @@ CHUNK_FILES = 40  # files per convert call
 CHUNK_BYTES = 40_000_000
 CONVERT_TIMEOUT = 900  # seconds for one convert call; a chunk that times out is retried file by file
 SUFFIXES = (".traj", ".json", ".jsonl")
+# `run --reuse-converted` sets it: check the outputs of an earlier run again (checker work only)
+REUSE_ENV = "WILD_REUSE_CONVERTED"
 
 
 def say(msg: str) -> None:
@@ -506,6 +508,8 @@ def _convert_robust(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Convert a group; when the CLI crashes or times out, again file by file (a bad file named)."""
     dest = work / f"{key}.jsonl"
+    if os.environ.get(REUSE_ENV) and dest.exists():
+        return _read_output(dest), []
     rc, err = _convert([files / e.local for e in group], dest, CONVERT_TIMEOUT)
     if rc in (0, 1):
         return _read_output(dest), []
@@ -568,7 +572,8 @@ def run_chunk(family: str, group: list[Entry], files: Path, work: Path, key: str
     docs: dict[str, Any] = {}  # a JSON document's decoded runs, read once per file
     for row in rows:
         name, _, where = str(row.get("source_uid", "")).rpartition("#")
-        entry = by_name.get(name)
+        # the scrub step may rewrite part of a source_uid (a redaction): match the file name's tail
+        entry = by_name.get(name) or next((e for n, e in by_name.items() if name.endswith(n[-16:])), None)
         if entry is None:
             res.errors.append(f"unmatched source_uid {row.get('source_uid')!r}")
             continue
@@ -674,17 +679,18 @@ def set_of_local(local: str, entries: list[Entry]) -> str:
     return _SET_CACHE[local]
 
 
+def _git_out(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+    ).stdout.strip()
+
+
 def _commit() -> str:
-    out = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    )
-    dirty = subprocess.run(
-        ["git", "-C", str(ROOT), "status", "--porcelain", "pipeline", "schemas"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    """The commit measured and the last commit that changed the converter (pipeline/, schemas/)."""
+    head = _git_out("rev-parse", "--short", "HEAD")
+    code = _git_out("log", "-1", "--format=%h", "--", "pipeline", "schemas")
+    dirty = "+dirty" if _git_out("status", "--porcelain", "pipeline", "schemas") else ""
+    return f"{head} (pipeline/ and schemas/ as of {code}{dirty})"
 
 
 def run(
@@ -850,7 +856,18 @@ REPRODUCE = """## How to reproduce
 `python bench/wild.py discover --mirrors /work/.mirror` rebuilds the manifest from whatever mirrors are
 present (every `.traj`/`.json`/`.jsonl` blob of each mirror's history, 300 B to 10 MB, told by content,
 byte-identical copies kept once, one version per path, no repository over 30% of the files).
-The checker's rules, methods and limits are in the docstring of `bench/wild_check.py`."""
+The checker's rules, methods and limits are in the docstring of `bench/wild_check.py`.
+
+Reading the numbers: the sets split the manifest by repository (sha256 of `owner/name`, first hex digit
+below 8: dev), so a fix tuned on dev runs shows whether it generalises on held-out repositories. `convert`
+writes one line per run, `{source_uid, format, messages}` when published and `{source_uid, format, drop:
+{stage, reason, detail}}` when not; `source_uid` is `<file name>#row=<n>` for a JSON document (the n-th run
+of a list of runs, else 0) and `<file name>#L<line>` (1-based) for JSON Lines. `bench/wild.py` calls
+`convert` on groups of files with distinct names, so the file name names the source file. A violation's
+kind (`rule/kind` in `wild.json`) is its sub-reason (`submission/missing_submit`, `patch_mismatch`,
+`patch_redacted`, `unexpected_submit`), the tool name (`exec/str_replace_editor`) or the decoration
+pattern (`decoration/cat_n_note`). `run --reuse-converted` checks the outputs an earlier run left in
+`OUT/convert` again without converting (for work on the checker; never for a measurement)."""
 
 
 def print_summary(s: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -890,12 +907,19 @@ def main(argv: Iterable[str] | None = None) -> int:
     r.add_argument("--family", action="append", help="only these families (results get a suffix)")
     r.add_argument("--results", type=Path, default=RESULTS)
     r.add_argument("--compare", type=Path, help="an earlier wild.json: print before/after side by side")
+    r.add_argument(
+        "--reuse-converted",
+        action="store_true",
+        help="check the convert outputs an earlier run left in OUT/convert again (checker work only)",
+    )
     a = ap.parse_args(list(argv) if argv is not None else None)
     if a.cmd == "discover":
         discover(a.mirrors, a.out, a.repo)
         return 0
     if a.cmd == "fetch":
         return 1 if fetch(a.mirrors, a.out, a.manifest) else 0
+    if a.reuse_converted:
+        os.environ[REUSE_ENV] = "1"
     run(a.out, a.manifest, a.workers, a.family, a.results, a.compare)
     return 0
 

@@ -29,7 +29,8 @@ Rules, method and limits
     line aside; compared with trailing spaces, blank edge lines and CRs removed, the source's checkout
     roots rewritten to ``/testbed``); a run the source says did not submit must not end so. Examples name
     the sub-reason: ``missing_submit`` (for OpenHands, ``missing_submit_no_finish`` when the record has no
-    finish action either), ``patch_mismatch``, ``unexpected_submit``.
+    finish action either), ``patch_mismatch``, ``patch_redacted`` (equal but for ``<REDACTED:kind>``
+    placeholders the scrub step wrote into it), ``unexpected_submit``.
 ``decoration``
     An observation holding harness decoration (:data:`DECORATIONS`: SWE-agent's viewer header, ``(N more
     lines above/below)``, its prompt lines and templates; OpenHands' ``<response clipped>``, ``cat -n``
@@ -228,10 +229,10 @@ _EXCLUDED_ROOTS = {
     "/var",
     "/opt",
 }
-_ROOT_PATTERNS = (
-    re.compile(r"\(Current directory: (/[^)\s]+)\)"),
-    re.compile(r"<uploaded_files>\s*(/[^\s<]+)"),
-    re.compile(r"(?<![\w/])(/workspace/[\w.\-]*__[\w.\-]+)"),
+_ROOT_PATTERNS = (  # (a substring every match holds, the pattern): the substring test is the fast path
+    ("Current directory", re.compile(r"\(Current directory: (/[^)\s]+)\)")),
+    ("<uploaded_files>", re.compile(r"<uploaded_files>\s*(/[^\s<]+)")),
+    ("/workspace/", re.compile(r"(?<![\w/])(/workspace/[\w.\-]*__[\w.\-]+)")),
 )
 
 
@@ -241,14 +242,21 @@ def source_roots(record: Any) -> set[str]:
     for text, holder in _strings(record, 50_000):
         if len(text) > 2_000_000:
             continue
-        for pat in _ROOT_PATTERNS:
-            roots.update(m.rstrip("/.") for m in pat.findall(text))
+        for needle, pat in _ROOT_PATTERNS:
+            if needle in text:
+                roots.update(m.rstrip("/.") for m in pat.findall(text))
         if holder is not None:
             for k in ("cwd", "working_dir", "repo_root", "repo_path", "workspace_dir"):
                 v = holder.get(k)
                 if v is text and text.startswith("/") and "\n" not in text:
                     roots.add(text.rstrip("/"))
-    return {r for r in roots if r not in _EXCLUDED_ROOTS and r.count("/") >= 1 and len(r) > 2}
+    roots = {
+        r
+        for r in roots
+        if r not in _EXCLUDED_ROOTS and len(r) > 2 and not r.startswith(("/testbed/", "/tmp/"))
+    }
+    # the prompt shows the working directory, which moves: only the outermost of nested ones is a root
+    return {r for r in roots if not any(r.startswith(o + "/") for o in roots)}
 
 
 def source_submission(record: Any) -> tuple[str, str | None, str]:
@@ -256,7 +264,8 @@ def source_submission(record: Any) -> tuple[str, str | None, str]:
     if not isinstance(record, dict):
         return "unknown", None, ""
     info = record.get("info") if isinstance(record.get("info"), dict) else None
-    if isinstance(record.get("messages"), list | str) and info is not None:  # mini-swe-agent
+    sweagent = isinstance(record.get("history"), list) and info is not None and "test_result" not in record
+    if isinstance(record.get("messages"), list | str) and info is not None and not sweagent:  # mini-swe-agent
         status = info.get("exit_status")
         if status == "Submitted":
             sub = info.get("submission")
@@ -264,9 +273,7 @@ def source_submission(record: Any) -> tuple[str, str | None, str]:
         if isinstance(status, str):
             return "not_submitted", None, f"exit_status {status}"
         return "unknown", None, ""
-    if (
-        isinstance(record.get("history"), list) and info is not None and "test_result" not in record
-    ):  # SWE-agent
+    if sweagent and info is not None:  # SWE-agent (a record may also carry a `messages` copy)
         sub = info.get("submission")
         status = str(info.get("exit_status") or "")
         if isinstance(sub, str) and sub.strip():
@@ -358,7 +365,7 @@ _ASSIGN_RE = re.compile(r"^[A-Za-z_]\w*(\[[^\]]*\])?\+?=")
 
 def _first_words(cmd: str, depth: int = 0) -> Iterator[str]:
     for seg in _segments(cmd):
-        words = _words(seg)
+        words = _words(seg[:400])  # the first words are all a rule reads
         while words and (
             words[0] in KEYWORDS or _ASSIGN_RE.match(words[0]) or words[0] in {"$", "$((", "[["}
         ):
@@ -445,6 +452,17 @@ def _norm_patch(text: str, roots: set[str]) -> str:
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines)
+
+
+_REDACTED_RE = re.compile(r"<REDACTED:\w+>")
+
+
+def _only_redacted(final: str, recorded: str) -> bool:
+    """The final message is the recorded patch but for secret redactions (``<REDACTED:kind>``)."""
+    if "<REDACTED:" not in final or len(final) > 200_000:
+        return False
+    parts = [re.escape(p) for p in _REDACTED_RE.split(final)]
+    return re.fullmatch("[^\n]*?".join(parts), recorded) is not None
 
 
 def _after_sentinel(text: str) -> str:
@@ -556,11 +574,17 @@ def _check_submission(
             out["submission"].append(
                 f"{why}: the record submitted a {len(patch or '')}-character patch ({note})"
             )
-        elif _norm_patch(_after_sentinel(contents[-1]), roots) != _norm_patch(patch or "", roots):
-            out["submission"].append(
-                f"patch_mismatch: final message {len(contents[-1])} chars, record {len(patch or '')} ({note}): "
-                f"{_short(_after_sentinel(contents[-1]), 60)}"
+        else:
+            final, recorded = (
+                _norm_patch(_after_sentinel(contents[-1]), roots),
+                _norm_patch(patch or "", roots),
             )
+            if final != recorded:
+                why = "patch_redacted" if _only_redacted(final, recorded) else "patch_mismatch"
+                out["submission"].append(
+                    f"{why}: final message {len(contents[-1])} chars, record {len(patch or '')} ({note}): "
+                    f"{_short(_after_sentinel(contents[-1]), 60)}"
+                )
     elif status == "not_submitted" and ends_in_submit:
         out["submission"].append(f"unexpected_submit: the record did not submit ({note})")
 

@@ -172,3 +172,21 @@ def test_source_record_reads_rows_and_lines() -> None:
     assert wild_check.source_record(lines, "L2")["info"]["n"] == 1
     events = [{"action": "message", "args": {}}, {"observation": "run"}]
     assert wild_check.source_record(json.dumps(events).encode(), "row=0") == events
+
+
+def test_a_patch_changed_only_by_redactions_is_told_apart() -> None:
+    secret = PATCH.replace("+b", "+password=hunter2")
+    redacted = run(turn("ls", ""), submit=PATCH.replace("+b", "+password=<REDACTED:env_secret>"))
+    assert violations(redacted, mini_record(submission=secret))["submission"][0].startswith("patch_redacted")
+
+
+def test_roots_keep_only_the_outermost_working_directory() -> None:
+    record = {
+        "history": [
+            {"content": "(Current directory: /django__django)"},
+            {"content": "(Current directory: /django__django/tests)"},
+        ],
+        "info": {},
+    }
+    assert wild_check.source_roots(record) == {"/django__django"}
+    assert wild_check.source_roots({"history": [{"content": "(Current directory: /testbed/proj)"}]}) == set()
