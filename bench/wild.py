@@ -20,8 +20,8 @@ the bytes ``git show`` prints), checks each sha256 and says in one line what is 
 ``bench/wild_check.py`` (which imports nothing of the pipeline). Files are grouped so that no two files
 of one ``convert`` call share a file name: a run's source_uid then names its file.
 
-Two disjoint sets, by repository (the first hex digit of sha256(repo) < 8: ``dev``, else ``held-out``), are
-reported apart so that a fix's generalisation shows. Results: ``bench/results/wild.md`` and ``wild.json``;
+Two disjoint sets of repositories, ``dev`` and ``held-out`` (the manifest's ``set``, see :func:`assign_sets`),
+are reported apart so that a fix's generalisation shows. Results: ``bench/results/wild.md`` and ``wild.json``;
 per-run violations with examples go to ``<out>/violations.jsonl`` (outside the repository).
 """
 
@@ -352,6 +352,7 @@ def discover(mirrors: Path, out: Path, repos: list[str] | None) -> None:
         say(f"{repo}: {len(found)} trajectory files {dict(fams)}")
         cands += found
     chosen = select(cands)
+    sets = assign_sets([(c.repo, c.family) for c in chosen])
     lines = [
         json.dumps(
             {
@@ -362,6 +363,7 @@ def discover(mirrors: Path, out: Path, repos: list[str] | None) -> None:
                 "family": c.family,
                 "licence": licences[c.repo],
                 "bytes": c.size,
+                "set": sets[c.repo],
             },
             sort_keys=False,
         )
@@ -375,6 +377,27 @@ def discover(mirrors: Path, out: Path, repos: list[str] | None) -> None:
 # manifest, sets, fetch
 
 
+def assign_sets(files: list[tuple[str, str]]) -> dict[str, str]:
+    """Each repository's set, dev or held-out, balancing every family's files between the two.
+
+    Repositories are taken largest first; each goes to the set where its main family has fewer files so
+    far (then the set with fewer files, then dev). Written into the manifest, so a set never moves
+    between a before and an after measured on the same manifest."""
+    per_repo: dict[str, Counter[str]] = defaultdict(Counter)
+    for repo, family in files:
+        per_repo[repo][family] += 1
+    fam_files: dict[str, Counter[str]] = {"dev": Counter(), "held-out": Counter()}
+    total: Counter[str] = Counter()
+    out: dict[str, str] = {}
+    for repo in sorted(per_repo, key=lambda r: (-sum(per_repo[r].values()), r)):
+        main = per_repo[repo].most_common(1)[0][0]
+        choice = min(("dev", "held-out"), key=lambda s: (fam_files[s][main], total[s], s != "dev"))
+        out[repo] = choice
+        fam_files[choice].update(per_repo[repo])
+        total[choice] += sum(per_repo[repo].values())
+    return out
+
+
 @dataclass(frozen=True)
 class Entry:
     repo: str
@@ -383,6 +406,7 @@ class Entry:
     sha256: str
     family: str
     licence: str
+    set_name: str = ""
 
     @property
     def local(self) -> str:
@@ -391,11 +415,12 @@ class Entry:
 
     @property
     def set(self) -> str:
-        return set_of(self.repo)
+        """dev or held-out: the manifest's ``set`` (a manifest without one: by a hash of the repository)."""
+        return self.set_name or set_of(self.repo)
 
 
 def set_of(repo: str) -> str:
-    """dev or held-out, by repository (a stable hash of its name)."""
+    """dev or held-out by a stable hash of the repository's name (manifests that name no set)."""
     return "dev" if int(hashlib.sha256(repo.encode()).hexdigest()[0], 16) < 8 else "held-out"
 
 
@@ -404,7 +429,17 @@ def read_manifest(path: Path = MANIFEST) -> list[Entry]:
     for line in path.read_text().splitlines():
         if line.strip():
             d = json.loads(line)
-            entries.append(Entry(d["repo"], d["commit"], d["path"], d["sha256"], d["family"], d["licence"]))
+            entries.append(
+                Entry(
+                    d["repo"],
+                    d["commit"],
+                    d["path"],
+                    d["sha256"],
+                    d["family"],
+                    d["licence"],
+                    d.get("set", ""),
+                )
+            )
     return entries
 
 
@@ -858,8 +893,9 @@ present (every `.traj`/`.json`/`.jsonl` blob of each mirror's history, 300 B to 
 byte-identical copies kept once, one version per path, no repository over 30% of the files).
 The checker's rules, methods and limits are in the docstring of `bench/wild_check.py`.
 
-Reading the numbers: the sets split the manifest by repository (sha256 of `owner/name`, first hex digit
-below 8: dev), so a fix tuned on dev runs shows whether it generalises on held-out repositories. `convert`
+Reading the numbers: the sets split the manifest by repository (the manifest's `set`: repositories
+taken largest first, each into the set where its main family has fewer files), so a fix tuned on dev
+runs shows whether it generalises to repositories it never saw (held-out). `convert`
 writes one line per run, `{source_uid, format, messages}` when published and `{source_uid, format, drop:
 {stage, reason, detail}}` when not; `source_uid` is `<file name>#row=<n>` for a JSON document (the n-th run
 of a list of runs, else 0) and `<file name>#L<line>` (1-based) for JSON Lines. `bench/wild.py` calls

@@ -190,3 +190,18 @@ def test_roots_keep_only_the_outermost_working_directory() -> None:
     }
     assert wild_check.source_roots(record) == {"/django__django"}
     assert wild_check.source_roots({"history": [{"content": "(Current directory: /testbed/proj)"}]}) == set()
+
+
+def test_wild_families_and_sets() -> None:
+    import wild
+
+    mini = {"info": {"mini_version": "1.15.0"}, "messages": [{"role": "user", "content": "x"}]}
+    assert wild.family_of(json.dumps(mini).encode()) == "mini-v1"
+    swe = {"history": [{"role": "assistant", "content": "x", "tool_calls": [{"id": "1"}]}], "info": {}}
+    assert wild.family_of(json.dumps(swe).encode()) == "sweagent-1x"
+    line = {"instance_id": "a", "instruction": "x", "history": [{"action": "run"}], "test_result": {}}
+    assert wild.family_of((json.dumps(line) + "\n" + json.dumps(line)).encode()) == "openhands-eval"
+    log = {"messages": [{"role": "user", "content": "x"}], "response": {}}  # one model call, not a run
+    assert wild.family_of(json.dumps(log).encode()) is None
+    sets = wild.assign_sets([("a/big", "f")] * 5 + [("b/mid", "f")] * 3 + [("c/small", "f")] * 2)
+    assert sets == {"a/big": "dev", "b/mid": "held-out", "c/small": "held-out"}
