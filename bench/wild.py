@@ -906,17 +906,41 @@ pattern (`decoration/cat_n_note`). `run --reuse-converted` checks the outputs an
 `OUT/convert` again without converting (for work on the checker; never for a measurement)."""
 
 
+def _total(fams: dict[str, Any]) -> dict[str, Any]:
+    """One family-like record summing a set's families (runs with a violation included)."""
+    out: dict[str, Any] = {
+        "files": 0,
+        "runs": 0,
+        "published": 0,
+        "runs_with_violation": 0,
+        "violations": Counter(),
+    }
+    for t in fams.values():
+        for k in ("files", "runs", "published", "runs_with_violation"):
+            out[k] += t.get(k, 0)
+        out["violations"].update(t.get("violations", {}))
+    return out
+
+
 def print_summary(s: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """Per set and family: published and violations, with the earlier numbers beside them (--compare)."""
     for set_name in ("all", "dev", "held-out"):
-        fams = s["sets"].get(set_name, {})
-        prev = (old or {}).get("sets", {}).get(set_name, {})
+        fams = dict(s["sets"].get(set_name, {}))
+        prev = dict((old or {}).get("sets", {}).get(set_name, {}))
+        fams["TOTAL"], prev["TOTAL"] = _total(fams), _total(prev)
         print(f"== {set_name}")
         for fam, t in fams.items():
-            line = f"{fam:18} files {t['files']:5} runs {t['runs']:5} published {t['published']:5} ({_pct(t['published'], t['runs'])})"
+            line = (
+                f"{fam:18} files {t['files']:5} runs {t['runs']:5} published {t['published']:5} "
+                f"({_pct(t['published'], t['runs'])}), breaking a rule {t['runs_with_violation']}"
+            )
             viol = " ".join(f"{r}={t['violations'].get(r, 0)}" for r in RULES)
             if old is not None:
                 p = prev.get(fam, {})
-                line += f"  [was {p.get('published', 0)} ({_pct(p.get('published', 0), p.get('runs', 0))})]"
+                line += (
+                    f"  [was {p.get('published', 0)} ({_pct(p.get('published', 0), p.get('runs', 0))}), "
+                    f"{p.get('runs_with_violation', 0)}]"
+                )
                 pv = p.get("violations", {})
                 viol = " ".join(f"{r}={pv.get(r, 0)}->{t['violations'].get(r, 0)}" for r in RULES)
             print(f"{line}\n{'':18} {viol}")
