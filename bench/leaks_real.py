@@ -45,7 +45,7 @@ def scan(files: list[Path], benchmarks: pl.DataFrame | None) -> tuple[list[dict[
     """One record per converted run: file, source_uid, outcome (kept / stage/reason), attempts, detail."""
     config = Config(no_benchmarks=benchmarks is None, limits=Limits(step_limit=250))
     ctx = Context(config=config, benchmarks=benchmarks, catalog_tasks=None)
-    read = [step(ctx) for step in STEPS if step.name in ("quarantine", "parse", "convert")]
+    read = [step(ctx) for step in STEPS if step.name in ("quarantine", "parse", "convert", "verify")]
     stages = [SolutionLeak(ctx), *([BenchmarkLeak(ctx)] if benchmarks is not None else [])]
     records: list[dict[str, object]] = []
     totals: Counter[str] = Counter()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import polars as pl
 
-from pipeline.stages.convert import Convert, _frame, _messages
+from pipeline.stages.convert import _frame, _messages, work_frame
+from pipeline.stages.verify import Verify
 from schemas.run import WORK, empty
 from tests.builders import CTX
 
@@ -41,7 +43,7 @@ def _plain(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 def test_kept_rows_become_the_frame_polars_would_build_from_them() -> None:
     rows = [_row(i) for i in range(5)] + [_row(5, commands=[], outputs=[], returncodes=[])]
-    got = Convert(CTX).collect(rows)
+    got = work_frame(rows)
     want = _plain(rows)
     assert got.schema == want.schema
     assert got.to_arrow().equals(want.to_arrow())
@@ -85,10 +87,10 @@ def test_a_value_arrow_refuses_is_left_to_polars() -> None:
     except Exception as exc:  # polars refuses it too: the same error reaches the step's boundary
         want, error = None, type(exc)
     if want is not None:
-        assert Convert(CTX).collect(rows).to_arrow().equals(want.to_arrow())
+        assert work_frame(rows).to_arrow().equals(want.to_arrow())
     else:
         try:
-            Convert(CTX).collect(rows)
+            work_frame(rows)
         except Exception as exc:
             assert type(exc) is error
         else:
@@ -96,7 +98,7 @@ def test_a_value_arrow_refuses_is_left_to_polars() -> None:
 
 
 def test_no_kept_runs_is_the_empty_work_frame() -> None:
-    assert Convert(CTX).collect([]).schema == empty(WORK).schema
+    assert work_frame([]).schema == empty(WORK).schema
 
 
 def test_the_collector_stays_paused_until_the_batch_is_built(monkeypatch: Any) -> None:
@@ -104,13 +106,13 @@ def test_the_collector_stays_paused_until_the_batch_is_built(monkeypatch: Any) -
 
     seen: list[bool] = []
 
-    def collect(self: Convert, kept: list[Any]) -> pl.DataFrame:
+    def collect(self: Verify, kept: list[Any]) -> pl.DataFrame:
         seen.append(gc.isenabled())
         return empty(WORK)
 
-    monkeypatch.setattr(Convert, "one", lambda self, item, counters: {})
-    monkeypatch.setattr(Convert, "collect", collect)
+    monkeypatch.setattr(Verify, "one", lambda self, item, counters: {})
+    monkeypatch.setattr(Verify, "collect", collect)
     assert gc.isenabled()
-    Convert(CTX)([object()])
+    Verify(CTX)([SimpleNamespace(conv=SimpleNamespace(outputs=[]))])
     assert seen == [False]
     assert gc.isenabled()

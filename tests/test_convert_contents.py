@@ -28,6 +28,7 @@ from pipeline.parsers import parse_raw
 from pipeline.parsers.files import iter_trajectory_file
 from pipeline.stages.convert import Convert
 from pipeline.stages.parse import Parsed
+from pipeline.stages.verify import Verify
 from schemas.miniswe import TRUNCATION_WARNING
 from tests.builders import CTX
 
@@ -95,7 +96,7 @@ def _parsed() -> list[Parsed]:
 
 def test_the_step_keeps_the_messages_convert_episode_renders() -> None:
     items = _parsed()
-    out = Convert(CTX)(items)
+    out = Verify(CTX)(Convert(CTX)(items).kept)
     kept = {(r["source_uid"], r["epoch"]): r["messages"] for r in out.kept.to_dicts()}
     assert len(kept) >= 10
     for item in items:

@@ -58,12 +58,18 @@ def test_openhands_exit_marker_is_the_returncode_and_not_output() -> None:
     obs = "Traceback ...\nValueError\n[The command completed with exit code 1.]\n[Current working directory: /workspace/proj]"
     _cmd, out, rc, conv = one(call("execute_bash", obs, command="python a.py"))
     assert (out, rc) == ("Traceback ...\nValueError\n", 1)
-    assert conv.counters["convert/returncode_inferred"] == 0
+    assert conv.sources[0].rc_from == "record"
 
 
-def test_unknown_returncode_is_inferred_and_counted() -> None:
+def test_a_missing_returncode_is_inferred_by_a_measured_rule_or_left_unknown() -> None:
     _, _, rc, conv = one(call("bash", "hi\n", command="echo hi"))
-    assert rc == 0 and conv.counters["convert/returncode_inferred"] == 1
+    assert (rc, conv.sources[0].rc_from) == (0, "rule:loud_success")
+    assert conv.counters["convert/returncode_inferred/loud_success"] == 1
+    # a traceback does not tell the exit status (a script may print one and go on): no code is guessed
+    tb = 'Traceback (most recent call last):\n  File "repro.py", line 1\nValueError: x\n'
+    _, _, rc, conv = one(call("bash", tb, command="python repro.py"))
+    assert (rc, conv.sources[0].rc_from) == (None, "unknown")
+    assert conv.counters["convert/returncode_unknown"] == 1
 
 
 def test_interrupts_are_removed_and_their_thought_folds_forward() -> None:
@@ -644,12 +650,25 @@ def test_think_folds_into_the_next_thought_and_finish_submits() -> None:
             call("bash", "late\n", 0, command="echo late"),
         )
     )
-    assert conv.commands == ["ls", SUBMIT_COMMAND] and conv.submitted
+    # the record holds no patch: a submit would claim an empty diff, so the run ends before it
+    assert conv.commands == ["ls"] and not conv.submitted
     assert conv.messages[2]["content"] == "THOUGHT: Root cause: off by one.\n\nCheck\n\n```bash\nls\n```"
-    assert conv.messages[4]["content"].startswith("THOUGHT: All done\n\nFixed the bug.\n\n```bash\n")
-    assert conv.messages[-1] == {"role": "user", "content": ""}
-    assert conv.counters["convert/after_submit_dropped"] == 1
     assert conv.counters["convert/submission_unknown"] == 1
+    assert conv.counters["convert/trailing_thought_dropped"] == 1
+
+
+def test_finish_submits_the_patch_the_record_holds() -> None:
+    ep = episode(
+        call("bash", "ok\n", 0, thought="Check", command="ls"),
+        call("finish", thought="All done", message="Fixed the bug."),
+        call("bash", "late\n", 0, command="echo late"),
+    )
+    ep.meta.submission = "diff --git a/x b/x\n+y\n"
+    conv = convert_episode(ep)
+    assert conv.commands == ["ls", SUBMIT_COMMAND] and conv.submitted
+    assert conv.messages[4]["content"].startswith("THOUGHT: All done\n\nFixed the bug.\n\n```bash\n")
+    assert conv.messages[-1] == {"role": "user", "content": "diff --git a/x b/x\n+y\n"}
+    assert conv.counters["convert/after_submit_dropped"] == 1
 
 
 def test_mini_swe_submit_command_keeps_its_patch() -> None:

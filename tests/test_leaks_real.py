@@ -30,7 +30,7 @@ def run_files(folder: Path) -> list[str]:
 
 def solution_leak(path: Path) -> list[tuple[str, list[str]]]:
     """(outcome, attempts) of every run of a real file through parse -> convert -> SolutionLeak."""
-    read = [step(ctx()) for step in STEPS if step.name in ("quarantine", "parse", "convert")]
+    read = [step(ctx()) for step in STEPS if step.name in ("quarantine", "parse", "convert", "verify")]
     batch, _, _ = run_steps(read, list(iter_trajectory_file(path)))
     stage = SolutionLeak(ctx())
     out: list[tuple[str, list[str]]] = []

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.episode import Bash, Episode, RawRun
+from pipeline.core.episode import Bash, Episode, RawRun, Step
 from pipeline.parsers.common import (
+    SUBMIT_MARKERS,
     first_user_text,
     language_hint,
     messages_episode,
@@ -75,12 +76,23 @@ def parse_miniswe(raw: RawRun) -> Episode:
     ):
         last.observation += "\n"
         ep.counters["parse/submission_newline_restored"] += 1
-    ep.meta.submission = _submission(info, last.observation)
+    ep.meta.submission = _submission(info, last)
     return ep
 
 
-def _submission(info: dict[str, Any], final: str) -> str | None:
-    """The patch the record says the run submitted, or None when it does not say it submitted."""
+# pre-1.0 mini-swe-agent's final message for an empty submission
+_EMPTY_SUBMISSION = "EMPTY_OUTPUT"
+
+
+def _submission(info: dict[str, Any], last: Step) -> str | None:
+    """The patch the record says the run submitted, or None when it does not say it submitted.
+
+    A bare message list has no ``info``: there the final user message after a submit command is
+    mini's own record of the submission (everything its submit printed after the sentinel)."""
+    final = last.observation
+    if "exit_status" not in info:
+        submits = isinstance(last.call, Bash) and any(k in last.call.command for k in SUBMIT_MARKERS)
+        return ("" if final == _EMPTY_SUBMISSION else final) if submits else None
     sub = info.get("submission")
     if info.get("exit_status") != "Submitted" or not isinstance(sub, str):
         return None

@@ -390,7 +390,9 @@ def explain_text(fate: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------------------------ HTML
 
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+# one colour per stage (Tableau 10), in stage order
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+assert len(PALETTE) >= len(STAGES), "a stage without a colour"
 
 
 def _svg_funnel(f: dict[str, Any]) -> str:

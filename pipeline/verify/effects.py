@@ -26,14 +26,17 @@ REFUSAL = re.compile(
     r"<tool_use_error>|File has not been read yet|has been (?:modified|changed) since (?:it was )?read"
     r"|The user doesn't want to proceed|[Uu]ser (?:rejected|denied|declined)|Permission to use \S+ (?:has been )?denied"
 )
-# failures decided by the file's content: whether the old text occurs as the editor required
+# failures decided by the file's content (whether the old text occurs as the editor required)
+# or its existence
 CONTENT_FAILURE = re.compile(
     r"No replacement was performed|did not appear verbatim|String to replace not found|"
     r"not found in (?:the )?file|Found 0 matches|occurs? \d+ times|[Mm]ultiple occurrences|"
     r"[Ff]ound \d+ matches|appears? \d+ times|must be unique|[Nn]o match(?:es)? found|"
     r"old_str(?:ing)? (?:was )?not found|could not find (?:the )?(?:text|string)|"
     # SWE-agent's lint gate: the edited text does not compile, decided by the file and the edit
-    r"Your proposed edit has introduced new syntax error",
+    r"Your proposed edit has introduced new syntax error|"
+    # an editor's create refused because the path exists: decided by the file system alone
+    r"File already exists at",
 )
 _PY_HEREDOC = re.compile(r"\Apython3 - <<'(\w+)'[^\n]*\n(.*)\n\1\Z", re.S)
 _WRITES = re.compile(r"open\(path, 'w'|^cat > |&& cat > ", re.M)
