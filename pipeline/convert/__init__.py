@@ -151,8 +151,11 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
             # a finish message is the agent's closing words: part of the submit turn's thought
             words = [*carry, thought, roots(action.text).strip()]
             thoughts.append("\n\n".join(w for w in words if w))
-            patch = _submission(action.output)
-            if not patch:
+            # the patch the record says was submitted, else what the finish step printed
+            patch = (
+                roots(ep.meta.submission) if ep.meta.submission is not None else _submission(action.output)
+            )
+            if not patch and ep.meta.submission is None:
                 counters["convert/submission_unknown"] += 1
             commands.append(SUBMIT_COMMAND)
             outputs.append(f"{SENTINELS[0]}\n{patch}")

@@ -449,6 +449,31 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
     return Result(cmd, obs, rc), path
 
 
+# what the 0.x viewer prints when it refuses to move (its ``open``/``goto`` in defaults.sh):
+# nothing changes, the open file and window stay
+_OPEN_MISSING = re.compile(r"\AFile (?P<path>[^\n]+) not found\n?\Z")
+_GOTO_PAST_END = re.compile(r"\AError: <line> must be less than or equal to (?P<n>\d+)\n?\Z")
+
+
+def _refused_move(call: WindowCall, obs: str, current: str | None) -> Result | None:
+    """``open`` of a path that does not exist, ``goto`` past the open file's end: a test that
+    prints the viewer's message exactly when the viewer printed it (same condition, no effect);
+    None for any other output."""
+    if call.name == "open" and call.words and (m := _OPEN_MISSING.match(obs)) and m["path"] == call.words[0]:
+        q = shell_quote(call.words[0])
+        return Result(
+            f"test -e {q} || echo {shell_quote(m.group(0).rstrip(chr(10)))}",
+            m.group(0).rstrip("\n") + "\n",
+            0,
+        )
+    if call.name == "goto" and call.line is not None and current and (m := _GOTO_PAST_END.match(obs)):
+        if call.line <= int(m["n"]):
+            return None
+        prog = f'END{{if({call.line}>NR) print "Error: <line> must be less than or equal to " NR}}'
+        return Result(f"awk '{prog}' {shell_quote(current)}", m.group(0).rstrip("\n") + "\n", 0)
+    return None
+
+
 def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: WindowState) -> Result:
     """One windowed-tool call → the bash result; ``state`` follows the open file and window.
 
@@ -465,6 +490,8 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
         return res
     win = find_window(obs)
     if win is None:
+        if (refused := _refused_move(call, obs, state.current_file)) is not None:
+            return refused
         raise ConvertError("sweagent_window", f"turn {turn}: {name} output has no window")
     obs, win = _with_newline(obs, win, state)
     printer = window_printer(win.path, win.first, win.last, win.cursors)

@@ -49,7 +49,7 @@ from pipeline.convert.sweagent_window import (
 )
 from pipeline.core.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
-from pipeline.parsers.sweagent import REVIEW_TOOL
+from pipeline.parsers.sweagent import HANDOFF_TOOL, REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "terminal", "run_command"})
@@ -667,6 +667,11 @@ def convert_call(
         return convert_bash(args, obs, rc, turn, state)
     if name == REVIEW_TOOL:
         return _review(obs, state)
+    if name == HANDOFF_TOOL:
+        # a multi-agent handoff changes no file and prints the agents' reports, which no command
+        # prints: the turn goes, its thought is carried to the next one
+        state.counters["convert/sweagent_handoff_removed"] += 1
+        return Action("remove", text="convert/sweagent_handoff_removed")
     if name in THINK_TOOLS:
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:

@@ -56,6 +56,8 @@ SPECIAL_COMMANDS = frozenset(
         "exit_context",
         "exit_api",
         "exit_format",
+        "exit_error",
+        "exit_early",
         # 0.x bundles beyond the editor (config/commands: cursors, CTF debug/server/decompile tools)
         "set_cursors",
         "summarize",
@@ -210,24 +212,29 @@ def parse_sweagent(raw: RawRun) -> Episode:
             root_hint=root,
             **common,
         )
-    tool_actions(ep, declared_tools(next((m.text for m in hist if m.role == "system"), "")))
+    systems = [m.text for m in hist if m.role == "system"]
+    tool_actions(ep, declared_tools("\n\n\n".join(systems)) | handoff_tools(rec))
     mark_timeouts(ep)
-    settle_submits(ep, opt_str(info.get("submission")) if isinstance(info, dict) else None)
+    info = info if isinstance(info, dict) else {}
+    status = opt_str(info.get("exit_status"))
+    settle_exits(ep, status, opt_str(info.get("submission")))
+    settle_submits(ep, opt_str(info.get("submission")))
+    ep.meta.submission = recorded_submission(ep, status, info.get("submission"))
     return restore_pty_newlines(ep)
 
 
 # The tools a run's system prompt documents (SWE-agent lists its bundles' commands under
 # ``COMMANDS:``, as ``name:\n  docstring: …`` blocks or ``name <args> - doc`` lines).
-_DOC_BLOCK_RE = re.compile(r"^([A-Za-z_][\w-]*):\n  docstring:", re.M)
+_DOC_BLOCK_RE = re.compile(r"^([A-Za-z_][\w-]*):\n  (?:docstring|signature):", re.M)
 _DOC_LINE_RE = re.compile(r"^([A-Za-z_][\w-]*)(?:(?: [<\[][^\n]*?)? - |\n<)", re.M)
 
 
 def declared_tools(system_text: str) -> frozenset[str]:
-    """The command names a SWE-agent system prompt documents besides the shell."""
+    """The command names a SWE-agent system prompt documents besides the shell (every
+    ``COMMANDS:`` section of the text: a multi-agent run joins its agents' prompts)."""
     names = set(_DOC_BLOCK_RE.findall(system_text))
-    at = system_text.find("COMMANDS:\n")
-    if at >= 0:
-        section = system_text[at + len("COMMANDS:\n") :]
+    for at in (m.end() for m in re.finditer("COMMANDS:\n", system_text)):
+        section = system_text[at:]
         section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
         # a multi-line signature's terminator line (``end_of_edit - …`` after ``<text>``) is no tool
         names.update(
@@ -246,6 +253,8 @@ def tool_actions(ep: Episode, tools: frozenset[str]) -> None:
         c = st.call
         cmd = c.command if isinstance(c, Bash) else c.args.get("command") if c.name == "bash" else None
         if isinstance(cmd, str) and isinstance(call := text_action(cmd, tools), ToolCall):
+            if call.name in HANDOFF_TOOLS and call.name in tools:
+                call = ToolCall(HANDOFF_TOOL, {"name": call.name, **call.args})
             st.call = call
             ep.counters["parse/sweagent_tool_in_shell"] += 1
 
@@ -540,6 +549,74 @@ def settle_submits(ep: Episode, submission: str | None = None) -> None:
     if not last.observation.lstrip("\r\n").startswith("diff "):
         last.observation = submission
         ep.counters["parse/submission_from_info"] += 1
+
+
+# SWE-agent's exits on an error or a limit (``exit_cost``, ``exit_context``, …): 0.x records them as
+# the step's action, 1.x as the step's exit status. Neither is a command: the harness stopped the
+# run, then tried an autosubmission (``git add -A && git diff --cached``, mini's submit command),
+# recorded as ``info.exit_status == "submitted (<exit>)"`` when it produced the patch.
+EXIT_ACTIONS = frozenset(
+    {"exit_cost", "exit_context", "exit_api", "exit_format", "exit_error", "exit_forfeit", "exit_early"}
+)
+
+
+def record_says_submitted(status: str | None) -> bool | None:
+    """What ``info.exit_status`` says of the submission: None when there is no status."""
+    if not status:
+        return None
+    return status.strip().startswith("submitted")
+
+
+def settle_exits(ep: Episode, status: str | None, submission: str | None) -> None:
+    """Harness exits are no turns (``parse/sweagent_exit_removed``); a run its record says was
+    submitted (autosubmitted after the exit, or a submit the saved history lost) ends with the
+    submit, whose reply is the record's patch (``parse/sweagent_autosubmission``)."""
+    kept = [st for st in ep.steps if not (isinstance(st.call, ToolCall) and st.call.name in EXIT_ACTIONS)]
+    if len(kept) < len(ep.steps):
+        ep.counters["parse/sweagent_exit_removed"] += len(ep.steps) - len(kept)
+        ep.steps = kept
+    if not ep.steps or record_says_submitted(status) is not True or submission is None:
+        return
+    if submit_argument(ep.steps[-1].call) != "":
+        ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission))
+        ep.counters["parse/sweagent_autosubmission"] += 1
+
+
+def normal_patch(patch: str) -> str:
+    """A recorded patch as the run's final message shows it: the pty's ``\r\n`` line ends undone
+    (as in its observations) and the newline SWE-agent puts before it dropped."""
+    if "\r\n" in patch and not re.search(r"(?<!\r)\n", patch):
+        patch = patch.replace("\r\n", "\n")
+    return patch.lstrip("\r\n")
+
+
+def recorded_submission(ep: Episode, status: str | None, submission: Any) -> str | None:
+    """``Meta.submission``: the patch the record says the run submitted ("" for a submit with no
+    patch), None when the record does not say (no exit status and no submit step) or says the
+    run did not submit."""
+    says = record_says_submitted(status)
+    if says is False or (says is None and not ep.meta.submitted):
+        return None
+    if isinstance(submission, str):
+        return normal_patch(submission)
+    if says is None:
+        return None  # a submit step, and no record of what it submitted
+    return ""
+
+
+# CodeR-style multi-agent runs (a SWE-agent fork): a manager's ``plan`` hands the task to agents
+# that end with ``succeed`` or ``fail``; the handoffs print the agents' reports, not a program's
+# output. They are tools of a run whose history names several agents.
+HANDOFF_TOOLS = frozenset({"plan", "succeed", "fail"})
+HANDOFF_TOOL = "sweagent_handoff"
+
+
+def handoff_tools(rec: dict[str, Any]) -> frozenset[str]:
+    """``HANDOFF_TOOLS`` for a run whose history has more than one agent, else none."""
+    hist = rec.get("history")
+    agents = {m.get("agent") for m in hist if isinstance(m, dict)} if isinstance(hist, list) else set()
+    agents.discard(None)
+    return HANDOFF_TOOLS if len(agents) > 1 and agents != {"primary"} else frozenset()
 
 
 def _trajectory_submit(ep: Episode, traj: list[Any]) -> None:
