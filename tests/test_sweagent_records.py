@@ -248,3 +248,88 @@ def test_a_goto_error_that_does_not_fit_the_call_stays_a_window_drop(tmp_path: P
     with pytest.raises(ConvertError) as err:
         converted_with(tmp_path, 9, "goto 12\n", "Error: <line> must be less than or equal to 1997\n")
     assert err.value.reason == "sweagent_window"
+
+
+@pytest.mark.parametrize(
+    ("action", "observation", "counter"),
+    [
+        ("goto 40\n", "No file open. Use the `open` command first.", "convert/sweagent_no_open_file_removed"),
+        (
+            "scroll_down\n",
+            "No file open. Use the open command first.\n",
+            "convert/sweagent_no_open_file_removed",
+        ),
+        (
+            "edit 1\nx = 1\nend_of_edit\n",
+            "Usage: edit <start_line>:<end_line>\n",
+            "convert/sweagent_usage_removed",
+        ),
+    ],
+)
+def test_a_call_the_tool_refused_is_removed_with_its_thought_carried(
+    tmp_path: Path, action: str, observation: str, counter: str
+) -> None:
+    """The 0.x tools refuse before doing anything when no file is open or the arguments fit no
+    usage: nothing changed and no command prints the harness's complaint, so the turn goes (its
+    thought is carried to the next turn) and the run is kept."""
+    plain = convert_episode(parse(load(DEMO), tmp_path, "plain.traj"))
+    conv = converted_with(tmp_path, 1, action, observation)
+    assert conv.counters[counter] == 1
+    assert conv.commands == plain.commands
+    assert conv.thoughts[1].startswith("Look.\n\n")
+
+
+def test_open_with_a_line_of_a_missing_file_drops_the_harness_scripts_errors(tmp_path: Path) -> None:
+    """``open P N`` of a missing P: before its message the 0.x script's own ``awk`` and ``[``
+    failed on the missing file; the command tests the path and prints the tool's message only."""
+    noisy = (
+        "awk: cannot open compiler.py (No such file or directory)\n"
+        "/root/commands/defaults.sh: line 54: [: 347: unary operator expected\n"
+        "File compiler.py not found\n"
+    )
+    conv = converted_with(tmp_path, 1, "open compiler.py 347\n", noisy)
+    assert conv.outputs[1] == "File compiler.py not found\n"
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert sh(conv.commands[1], root) == (0, conv.outputs[1])
+
+
+def test_search_file_greps_a_basic_regular_expression_as_the_tool_does(tmp_path: Path) -> None:
+    """SWE-agent's search tools run ``grep -- "$search_term"`` (a basic regex, ``.`` any
+    character): the listing of ``a.b`` holds ``axb`` too, and the command prints it."""
+    conv = converted_with(
+        tmp_path,
+        2,
+        "search_file a.b\n",
+        'Found 2 matches for "a.b" in /marshmallow-code__marshmallow/setup.py:\n'
+        "Line 2:axb = 1\nLine 3:a.b = 2\n"
+        'End of matches for "a.b" in /marshmallow-code__marshmallow/setup.py\n',
+    )
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("import re\naxb = 1\na.b = 2\n")
+    assert conv.outputs[2] == "2:axb = 1\n3:a.b = 2\n"
+    assert sh(conv.commands[2], root) == (0, conv.outputs[2])
+
+
+def test_search_dir_past_the_tools_limit_prints_its_refusal_from_the_count(tmp_path: Path) -> None:
+    """``More than N files matched``: the command counts the matching files as the tool does
+    (hidden paths skipped) and prints the same sentence, only over the tool's limit of 100."""
+    where = "/marshmallow-code__marshmallow/src"
+    conv = converted_with(
+        tmp_path,
+        2,
+        "search_dir import src\n",
+        f'More than 120 files matched for "import" in {where}. Please narrow your search.\n',
+    )
+    cmd, out = conv.commands[2], conv.outputs[2]
+    assert out == 'More than 120 files matched for "import" in /testbed/src. Please narrow your search.\n'
+    root = tmp_path / "repo"
+    (root / "src" / ".hidden").mkdir(parents=True)
+    for i in range(120):
+        (root / "src" / f"m{i}.py").write_text("import os\n")
+    (root / "src" / ".hidden" / "x.py").write_text("import os\n")
+    assert sh(cmd, root) == (0, out)
+    for i in range(30):
+        (root / "src" / f"m{i}.py").unlink()
+    assert sh(cmd, root) == (1, "")

@@ -100,7 +100,11 @@ REJECTED = "Your proposed edit has introduced new syntax error"
 _REPLACED_ALL = re.compile(r"\AReplaced (\d+) occurrences")
 _REPLACED_ONE = re.compile(r"\AText replaced\.")
 _LINT_CODE = re.compile(r"\b([EFWC]\d{3})\b")
-_OVERFLOW = re.compile(r"^More than \d+ files matched for ", re.M)
+_OVERFLOW = re.compile(r"^More than \d+ (?:files|lines) matched for ", re.M)
+_OVERFLOW_LINE = re.compile(
+    r'\AMore than (?P<n>\d+) (?:files|lines) matched for "(?P<term>.*)" in (?P<where>/[^\n]*)\. '
+    r"Please narrow your search\.\n?\Z"
+)
 
 
 @dataclass
@@ -349,9 +353,37 @@ class RemovedTurn(Exception):
     """The call changed nothing and no honest command prints its output: drop only this turn."""
 
 
+# SWE-agent's search tools grep with a basic regular expression (``grep -nIH -- "$search_term"``),
+# skip hidden paths (``find ! -path '*/.*'``) and refuse a listing of more than 100 files (lines)
+_HIDDEN = "--exclude-dir='.*' --exclude='.*'"
+
+
+def _overflow(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
+    """The tool's "More than N files (lines) matched" refusal: the same count, computed by grep,
+    prints the same sentence when it is over the tool's limit, as the tool does."""
+    m = _OVERFLOW_LINE.match(obs)
+    if m is None or not call.words or call.name == "find_file" or m["term"] != call.words[0]:
+        raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+    term = shell_quote(call.words[0])
+    if call.name == "search_dir":
+        count = f"grep -rlI {_HIDDEN} -- {term} {shell_quote(m['where'])} | wc -l"
+        unit = "files"
+    else:
+        target = _abs(call.words[1]) if len(call.words) > 1 else current
+        if target is None or not _same_file(target, m["where"]):
+            raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+        count, unit = f"grep -c -- {term} {shell_quote(m['where'])}", "lines"
+    sentence = f'More than %s {unit} matched for "%s" in %s. Please narrow your search.\\n'
+    cmd = (
+        f'n=$({count}); [ "$n" -gt 100 ] && printf {shell_quote(sentence)} "$n" {term} '
+        f"{shell_quote(m['where'])}"
+    )
+    return Result(cmd, m.group(0).rstrip("\n") + "\n", 0)
+
+
 def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
     if _OVERFLOW.search(obs):
-        raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+        return _overflow(call, obs, turn, current)
     if not call.words:
         raise ConvertError("bad_tool_args", f"turn {turn}: {call.name} without a search term")
     term = call.words[0]
@@ -364,17 +396,14 @@ def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Resul
         hits = re.findall(r"^(/\S.*) \((\d+) matches\)$", obs, re.M)
         out = "".join(f"{p}:{n}\n" for p, n in hits)
         # SWE-agent skips hidden paths (.git!) and lists files sorted; the pipeline exits as sort does
-        cmd = (
-            f"grep -rIcF --exclude-dir='.*' --exclude='.*' -- {shell_quote(term)} {shell_quote(where)}"
-            " | grep -v ':0$' | sort"
-        )
+        cmd = f"grep -rIc {_HIDDEN} -- {shell_quote(term)} {shell_quote(where)} | grep -v ':0$' | sort"
         return Result(cmd, out, 0)
     target = _abs(call.words[1]) if len(call.words) > 1 else current
     if target is None:
         raise ConvertError("sweagent_window", f"turn {turn}: search_file with no open file")
     hits = re.findall(r"^Line (\d+):(.*)$", obs, re.M)
     out = "".join(f"{n}:{t}\n" for n, t in hits)
-    return Result(f"grep -nF -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1)
+    return Result(f"grep -n -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1)
 
 
 def _then(obs: str, win: Window) -> str:
@@ -449,9 +478,32 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
     return Result(cmd, obs, rc), path
 
 
+# the 0.x tools' refusals before they do anything: no open file (``_constrain_line``, edit,
+# search_file), arguments that fit no usage (``Usage: edit <start_line>:<end_line>``)
+_NO_FILE_OPEN = re.compile(r"\A\s*No file open\. Use the `?open`? command first\.\s*\Z")
+_USAGE = re.compile(r"\A\s*Usage: (?P<name>\w+)\b[^\n]*\n(?:Error: [^\n]*\n)?\s*\Z")
+
+
+def window_refusal(name: str, obs: str) -> str | None:
+    """The counter of a windowed-tool call the tool refused before doing anything, else None.
+
+    Such a call changed no file, and its message is about the harness's own state or syntax,
+    which no command shows: its turn is removed and its thought carried to the next one."""
+    if _NO_FILE_OPEN.match(obs):
+        return "convert/sweagent_no_open_file_removed"
+    if (m := _USAGE.match(obs if obs.endswith("\n") else obs + "\n")) and m["name"] == name:
+        return "convert/sweagent_usage_removed"
+    return None
+
+
 # what the 0.x viewer prints when it refuses to move (its ``open``/``goto`` in defaults.sh):
 # nothing changes, the open file and window stay
-_OPEN_MISSING = re.compile(r"\AFile (?P<path>[^\n]+) not found\n?\Z")
+# (``open P N`` first runs ``awk 'END {print NR}' P`` and a ``[ N -gt … ]`` test, which fail on a
+# missing P before the message: their errors are the harness script's, dropped with the call)
+_OPEN_MISSING = re.compile(
+    r"\A(?:awk: (?:fatal: )?cannot open [^\n]*\n|/root/commands/[^\n]*: line \d+: \[: [^\n]*\n)*"
+    r"(?P<msg>File (?P<path>[^\n]+) not found)\n?\Z"
+)
 _GOTO_PAST_END = re.compile(r"\AError: <line> must be less than or equal to (?P<n>\d+)\n?\Z")
 
 
@@ -461,11 +513,7 @@ def _refused_move(call: WindowCall, obs: str, current: str | None) -> Result | N
     None for any other output."""
     if call.name == "open" and call.words and (m := _OPEN_MISSING.match(obs)) and m["path"] == call.words[0]:
         q = shell_quote(call.words[0])
-        return Result(
-            f"test -e {q} || echo {shell_quote(m.group(0).rstrip(chr(10)))}",
-            m.group(0).rstrip("\n") + "\n",
-            0,
-        )
+        return Result(f"test -e {q} || echo {shell_quote(m['msg'])}", m["msg"] + "\n", 0)
     if call.name == "goto" and call.line is not None and current and (m := _GOTO_PAST_END.match(obs)):
         if call.line <= int(m["n"]):
             return None

@@ -46,6 +46,7 @@ from pipeline.convert.sweagent_window import (
     convert_window,
     window_call,
     window_name,
+    window_refusal,
 )
 from pipeline.core.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
@@ -656,12 +657,15 @@ def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
+    if window_name(name) and (why := window_refusal(name, obs)):
+        state.counters[why] += 1
+        return Action("remove", text=why)
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:
             res = convert_window(name, args, obs, turn, state.window)
-        except RemovedTurn:
-            return Action("remove", text="convert/sweagent_edit_rejected_removed")
+        except RemovedTurn:  # counted where it was raised
+            return Action("remove", text="convert/sweagent_turn_removed")
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
         return convert_bash(args, obs, rc, turn, state)
