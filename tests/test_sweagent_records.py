@@ -333,3 +333,22 @@ def test_search_dir_past_the_tools_limit_prints_its_refusal_from_the_count(tmp_p
     for i in range(30):
         (root / "src" / f"m{i}.py").unlink()
     assert sh(cmd, root) == (1, "")
+
+
+def test_a_search_without_a_place_searches_where_the_tool_says_it_did(tmp_path: Path) -> None:
+    """``search_dir TERM`` searches the shell's working directory, which the tool names in its
+    first line (``… in /repo/src:``): the command greps there, not the repository root."""
+    repo = "/marshmallow-code__marshmallow"
+    conv = converted_with(
+        tmp_path,
+        2,
+        "search_dir import\n",
+        f'Found 2 matches for "import" in {repo}/src:\n{repo}/src/a.py (1 matches)\n'
+        f'{repo}/src/b.py (1 matches)\nEnd of matches for "import" in {repo}/src\n',
+    )
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for name in ("src/a.py", "src/b.py", "c.py"):
+        (root / name).write_text("import os\n")
+    assert conv.outputs[2] == "/testbed/src/a.py:1\n/testbed/src/b.py:1\n"
+    assert sh(conv.commands[2], root) == (0, conv.outputs[2])

@@ -381,6 +381,16 @@ def _overflow(call: WindowCall, obs: str, turn: int, current: str | None) -> Res
     return Result(cmd, m.group(0).rstrip("\n") + "\n", 0)
 
 
+# the place a search tool names in its first line: the realpath of the directory (its default:
+# the shell's working directory) or the file (its default: the open file) it searched
+_PLACE = re.compile(r'\A(?:Found \d+ matches|No matches found) for ".*" in (/[^\n]*?):?\n')
+
+
+def _named_place(obs: str) -> str | None:
+    m = _PLACE.match(obs if obs.endswith("\n") else obs + "\n")
+    return m.group(1) if m else None
+
+
 def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
     if _OVERFLOW.search(obs):
         return _overflow(call, obs, turn, current)
@@ -388,17 +398,17 @@ def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Resul
         raise ConvertError("bad_tool_args", f"turn {turn}: {call.name} without a search term")
     term = call.words[0]
     if call.name == "find_file":
-        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
+        where = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or "/testbed"
         out = "".join(line + "\n" for line in obs.splitlines() if line.startswith("/"))
         return Result(f"find {shell_quote(where)} -type f -name {shell_quote(term)}", out, 0)
     if call.name == "search_dir":
-        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
+        where = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or "/testbed"
         hits = re.findall(r"^(/\S.*) \((\d+) matches\)$", obs, re.M)
         out = "".join(f"{p}:{n}\n" for p, n in hits)
         # SWE-agent skips hidden paths (.git!) and lists files sorted; the pipeline exits as sort does
         cmd = f"grep -rIc {_HIDDEN} -- {shell_quote(term)} {shell_quote(where)} | grep -v ':0$' | sort"
         return Result(cmd, out, 0)
-    target = _abs(call.words[1]) if len(call.words) > 1 else current
+    target = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or current
     if target is None:
         raise ConvertError("sweagent_window", f"turn {turn}: search_file with no open file")
     hits = re.findall(r"^Line (\d+):(.*)$", obs, re.M)
