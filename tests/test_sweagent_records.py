@@ -352,3 +352,17 @@ def test_a_search_without_a_place_searches_where_the_tool_says_it_did(tmp_path: 
         (root / name).write_text("import os\n")
     assert conv.outputs[2] == "/testbed/src/a.py:1\n/testbed/src/b.py:1\n"
     assert sh(conv.commands[2], root) == (0, conv.outputs[2])
+
+
+def test_without_a_patch_in_info_meta_submission_is_the_diff_the_submit_printed(tmp_path: Path) -> None:
+    """``info`` says ``submitted`` but holds no patch: the record's patch is the diff the submit
+    step printed; with neither, the run submitted nothing ("")."""
+    run = copy.deepcopy(load(DEMO))
+    shown = run["trajectory"][-1]["observation"]
+    run["info"] = {"exit_status": "submitted"}
+    ep = parse(run, tmp_path)
+    assert ep.meta.submission == shown.lstrip("\n")
+    assert convert_episode(ep).messages[-1]["content"] == ep.meta.submission
+    run["trajectory"][-1]["observation"] = ""
+    ep = parse(run, tmp_path, "empty.traj")
+    assert ep.meta.submission == "" and convert_episode(ep).messages[-1]["content"] == ""

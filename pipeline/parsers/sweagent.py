@@ -597,9 +597,14 @@ def recorded_submission(ep: Episode, status: str | None, submission: Any) -> str
     says = record_says_submitted(status)
     if says is False or (says is None and not ep.meta.submitted):
         return None
-    if isinstance(submission, str):
+    if isinstance(submission, str) and submission.strip():
         return normal_patch(submission)
-    if says is None:
+    # no patch in ``info``: the diff the final submit printed, if it printed one
+    last = ep.steps[-1] if ep.steps else None
+    shown = last.observation.lstrip("\r\n") if last and submit_argument(last.call) == "" else ""
+    if shown.startswith("diff "):
+        return normal_patch(shown)
+    if says is None and not isinstance(submission, str):
         return None  # a submit step, and no record of what it submitted
     return ""
 
