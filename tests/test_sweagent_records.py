@@ -366,3 +366,79 @@ def test_without_a_patch_in_info_meta_submission_is_the_diff_the_submit_printed(
     run["trajectory"][-1]["observation"] = ""
     ep = parse(run, tmp_path, "empty.traj")
     assert ep.meta.submission == "" and convert_episode(ep).messages[-1]["content"] == ""
+
+
+# ------------------------------------------------------------------ tools run from the shell
+
+PYDANTIC = REAL / "sweagent-swesmith-pydantic-pr_8316-review-on-submit.traj"
+
+
+def as_shell_call(run: dict[str, Any], index: int, command: str) -> dict[str, Any]:
+    """History message ``index``'s tool call made through the ``bash`` tool instead."""
+    run = copy.deepcopy(run)
+    call = run["history"][index]["tool_calls"][0]["function"]
+    call["name"], call["arguments"] = "bash", orjson.dumps({"command": command}).decode()
+    return run
+
+
+def editor_args(run: dict[str, Any], index: int) -> dict[str, Any]:
+    args = orjson.loads(run["history"][index]["tool_calls"][0]["function"]["arguments"])
+    assert isinstance(args, dict)
+    return args
+
+
+def test_str_replace_editor_run_from_the_shell_converts_like_the_tools_call(tmp_path: Path) -> None:
+    """SWE-agent 1.x puts ``str_replace_editor`` on the PATH: a model that calls it through
+    ``bash`` (``str_replace_editor str_replace P --old_str … --new_str …``) ran the same tool, and
+    the run converts to exactly the commands and outputs of the structured calls."""
+    import shlex
+
+    run = load(PYDANTIC)
+    plain = convert_episode(parse(run, tmp_path, "plain.traj"))
+    view, edit = editor_args(run, 4), editor_args(run, 14)
+    shell = as_shell_call(run, 4, f"str_replace_editor view {view['path']}")
+    words = ["str_replace_editor", "str_replace", edit["path"], "--old_str", edit["old_str"]]
+    shell = as_shell_call(shell, 14, shlex.join([*words, "--new_str", edit["new_str"]]))
+    conv = convert_episode(parse(shell, tmp_path))
+    assert (conv.commands, conv.outputs) == (plain.commands, plain.outputs)
+
+
+@pytest.mark.parametrize(
+    ("command", "detail"),
+    [
+        ("filemap /testbed/pydantic/alias_generators.py", "filemap"),
+        ("str_replace_editor view /testbed/a.py | head", "str_replace_editor <in a command line>"),
+        (
+            "ls && str_replace_editor view /testbed/pydantic/alias_generators.py",
+            "str_replace_editor <in a command line>",
+        ),
+    ],
+)
+def test_a_bundle_tool_the_converter_cannot_reproduce_is_a_counted_drop(
+    tmp_path: Path, command: str, detail: str
+) -> None:
+    """A tool of SWE-agent's bundles run from the shell, alone or inside a command line, is never
+    passed through as a program: an unknown_tool drop named after it."""
+    with pytest.raises(ConvertError) as err:
+        convert_episode(parse(as_shell_call(load(PYDANTIC), 4, command), tmp_path))
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", detail)
+
+
+def test_a_windowed_tool_after_cd_is_the_tool(tmp_path: Path) -> None:
+    """``cd DIR && open P``: the tool printed its window with the absolute path; the command is
+    the window's printer (the ``cd`` changes none of its output)."""
+    plain = convert_episode(parse(load(DEMO), tmp_path, "plain.traj"))
+    run = copy.deepcopy(load(DEMO))
+    run["trajectory"][1]["action"] = "cd /marshmallow-code__marshmallow && open setup.py\n"
+    conv = convert_episode(parse(run, tmp_path))
+    assert conv.commands == plain.commands and conv.outputs == plain.outputs
+
+
+def test_a_windowed_tool_chained_to_another_command_is_a_counted_drop(tmp_path: Path) -> None:
+    """``open setup.py && goto 50`` printed two windows from one command line: no one window
+    printer reproduces it, and neither word may pass through as a program."""
+    run = copy.deepcopy(load(DEMO))
+    run["trajectory"][1]["action"] = "open setup.py && goto 50\n"
+    with pytest.raises(ConvertError) as err:
+        convert_episode(parse(run, tmp_path))
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "open <in a command line>")

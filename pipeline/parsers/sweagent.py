@@ -10,6 +10,7 @@ from the history so the calls keep their structured arguments.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from typing import Any
 
@@ -75,6 +76,39 @@ SPECIAL_COMMANDS = frozenset(
         "connect_stop",
     }
 )
+# SWE-agent 1.x's bundles put these programs on the PATH (tools/<bundle>/bin/): a command that runs
+# one ran the tool, whatever the run's prompt documents
+BUNDLE_TOOLS = frozenset(
+    {
+        "str_replace_editor",
+        "filemap",
+        "view_image",
+        "do_nothing",
+        "_state",
+        "_state_anthropic",
+        "_state_diff_state",
+        "_read_env",
+        "_write_env",
+        "click_mouse",
+        "close_site",
+        "double_click_mouse",
+        "drag_mouse",
+        "execute_script_on_page",
+        "get_console_output",
+        "move_mouse",
+        "navigate_back",
+        "navigate_forward",
+        "open_site",
+        "press_keys_on_page",
+        "reload_page",
+        "run_web_browser_server",
+        "screenshot_site",
+        "scroll_on_page",
+        "set_browser_window_size",
+        "type_text",
+        "wait_time",
+    }
+)
 CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 # A ``submit`` that did not end the run: SWE-agent's review-on-submit stage (``review_on_submit_m``
 # prints a review checklist with the staged diff and waits for a second submit).
@@ -86,14 +120,90 @@ def text_action(action: str, tools: frozenset[str] = SPECIAL_COMMANDS) -> ToolCa
     a = action.strip()
     first, _, rest = a.partition("\n")
     word, _, args = first.strip().partition(" ")
-    if word not in tools and word not in SPECIAL_COMMANDS:
+    if word not in tools and word not in SPECIAL_COMMANDS and word not in BUNDLE_TOOLS:
+        if (m := _CD_THEN.match(first)) and isinstance(
+            call := text_action(m[1] + a[len(first) :], tools), ToolCall
+        ):
+            return call  # ``cd DIR && open x.py``: the tools print absolute paths, the cd changes no output
+        if not rest and (inner := _inner_tool(a, tools)):
+            # ``ls && open x.py``: the tool ran inside a command line, which no one converted
+            # command reproduces (its name says so in the drop)
+            return ToolCall(f"{inner} <in a command line>", {})
         return Bash(a)
+    if word == "str_replace_editor" and (editor := editor_cli_call(a)) is not None:
+        return editor
+    if _chained(first):
+        return ToolCall(f"{word} <in a command line>", {})
     body = rest
     if body == "end_of_edit":
         body = ""
     elif body.endswith("\nend_of_edit"):
         body = body[: -len("\nend_of_edit")]
     return ToolCall(name=word, args={"args": args.strip(), "body": body})
+
+
+# ``str_replace_editor`` run from the shell takes its arguments as options (argparse in the bundle)
+_EDITOR_OPTIONS = {
+    "--file_text": "file_text",
+    "--old_str": "old_str",
+    "--new_str": "new_str",
+    "--insert_line": "insert_line",
+}
+
+
+def editor_cli_call(command: str) -> ToolCall | None:
+    """``str_replace_editor view /p --view_range 1 20`` as the tool's structured call; None when
+    the words do not fit its command line (then it is a call without arguments: a counted drop)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) < 3 or any(w in _CHAIN_OPS for w in words):
+        return None
+    args: dict[str, Any] = {"command": words[1], "path": words[2]}
+    rest = words[3:]
+    while rest:
+        opt = rest.pop(0)
+        if opt == "--view_range" and len(rest) >= 2 and all(re.fullmatch(r"-?\d+", w) for w in rest[:2]):
+            args["view_range"] = [int(rest.pop(0)), int(rest.pop(0))]
+        elif opt in _EDITOR_OPTIONS and rest:
+            args[_EDITOR_OPTIONS[opt]] = rest.pop(0)
+        else:
+            return None
+    if "insert_line" in args:
+        if not re.fullmatch(r"\d+", str(args["insert_line"])):
+            return None
+        args["insert_line"] = int(args["insert_line"])
+    return ToolCall("str_replace_editor", args)
+
+
+_CHAIN_OPS = frozenset({"&&", "||", ";", "|", "&"})
+_CD_THEN = re.compile(r"\Acd\s+(?:'[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(\S.*)\Z")
+
+
+def _chained(line: str) -> bool:
+    """Whether a tool's command line goes on past the tool (``open a.py && goto 50``)."""
+    from pipeline.shell import shlex_split
+
+    return any(t in _CHAIN_OPS for t in shlex_split(line))
+
+
+def _inner_tool(command: str, tools: frozenset[str]) -> str | None:
+    """The first tool a one-line command runs after its first simple command, if any."""
+    from pipeline.shell import split_command  # the project's shell lexer
+
+    try:
+        segs = split_command(command)
+    except ValueError:
+        return None
+    return next(
+        (
+            s.argv[0]
+            for s in segs
+            if s.argv and (s.argv[0] in tools or s.argv[0] in SPECIAL_COMMANDS or s.argv[0] in BUNDLE_TOOLS)
+        ),
+        None,
+    )
 
 
 def _json_field(x: Any) -> dict[str, Any]:
@@ -194,10 +304,13 @@ def parse_sweagent(raw: RawRun) -> Episode:
                 root = cm.group(1).rstrip("/")
                 break
     info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
+    systems = [m.text for m in hist if m.role == "system"]
+    tools = declared_tools("\n\n\n".join(systems)) | handoff_tools(rec)
     if any(m.tool_calls for m in hist):
         ep = messages_episode(hist, root_hint=root, **common)
         _trajectory_submit(ep, traj)
         mark_timeouts(ep)
+        tool_actions(ep, tools)  # before the newlines: a tool run from the shell prints as the tool
         restore_final_newlines(ep)  # 1.x (function calling, swe-rex) stripped them
         terminal_ls(ep)
     else:
@@ -212,8 +325,7 @@ def parse_sweagent(raw: RawRun) -> Episode:
             root_hint=root,
             **common,
         )
-    systems = [m.text for m in hist if m.role == "system"]
-    tool_actions(ep, declared_tools("\n\n\n".join(systems)) | handoff_tools(rec))
+        tool_actions(ep, tools)
     mark_timeouts(ep)
     info = info if isinstance(info, dict) else {}
     status = opt_str(info.get("exit_status"))
