@@ -442,3 +442,14 @@ def test_a_windowed_tool_chained_to_another_command_is_a_counted_drop(tmp_path: 
     with pytest.raises(ConvertError) as err:
         convert_episode(parse(run, tmp_path))
     assert (err.value.reason, err.value.detail) == ("unknown_tool", "open <in a command line>")
+
+
+def test_a_final_submit_the_record_says_did_not_submit_is_no_submit_turn(tmp_path: Path) -> None:
+    """``info.exit_status`` says the run ended another way (the harness failed on its submit):
+    the run is kept and does not end with a submit."""
+    run = copy.deepcopy(load(DEMO))
+    run["info"] = {"exit_status": "exit_error", "submission": None}
+    ep = parse(run, tmp_path)
+    assert ep.counters["parse/sweagent_unsubmitted_submit_removed"] == 1
+    conv = convert_episode(ep)
+    assert not conv.submitted and conv.commands[-1] == "rm reproduce.py"

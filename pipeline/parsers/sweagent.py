@@ -682,12 +682,18 @@ def record_says_submitted(status: str | None) -> bool | None:
 def settle_exits(ep: Episode, status: str | None, submission: str | None) -> None:
     """Harness exits are no turns (``parse/sweagent_exit_removed``); a run its record says was
     submitted (autosubmitted after the exit, or a submit the saved history lost) ends with the
-    submit, whose reply is the record's patch (``parse/sweagent_autosubmission``)."""
+    submit, whose reply is the record's patch (``parse/sweagent_autosubmission``); a final submit
+    of a run its record says did not submit is removed (``parse/sweagent_unsubmitted_submit_removed``)."""
     kept = [st for st in ep.steps if not (isinstance(st.call, ToolCall) and st.call.name in EXIT_ACTIONS)]
     if len(kept) < len(ep.steps):
         ep.counters["parse/sweagent_exit_removed"] += len(ep.steps) - len(kept)
         ep.steps = kept
-    if not ep.steps or record_says_submitted(status) is not True or submission is None:
+    says = record_says_submitted(status)
+    if says is False and ep.steps and submit_argument(ep.steps[-1].call) == "":
+        # a submit the record says did not submit (the harness failed on it): no submit turn
+        ep.steps.pop()
+        ep.counters["parse/sweagent_unsubmitted_submit_removed"] += 1
+    if not ep.steps or says is not True or submission is None:
         return
     if submit_argument(ep.steps[-1].call) != "":
         ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission))
