@@ -453,3 +453,15 @@ def test_a_final_submit_the_record_says_did_not_submit_is_no_submit_turn(tmp_pat
     assert ep.counters["parse/sweagent_unsubmitted_submit_removed"] == 1
     conv = convert_episode(ep)
     assert not conv.submitted and conv.commands[-1] == "rm reproduce.py"
+
+
+def test_a_run_submitted_without_a_patch_ends_with_an_empty_submission(tmp_path: Path) -> None:
+    """``submitted (exit_cost)`` and no patch: the record says the run submitted, so it ends with
+    the submit, and what it submitted is nothing ("")."""
+    run = demo_cut(13)
+    run["trajectory"].append(dict(EXIT_STEP))
+    for submission in ("", None):
+        run["info"] = {"exit_status": "submitted (exit_cost)", "submission": submission}
+        ep = parse(run, tmp_path, f"{submission}.traj")
+        conv = convert_episode(ep)
+        assert ep.meta.submission == "" and conv.submitted and conv.messages[-1]["content"] == ""

@@ -693,10 +693,8 @@ def settle_exits(ep: Episode, status: str | None, submission: str | None) -> Non
         # a submit the record says did not submit (the harness failed on it): no submit turn
         ep.steps.pop()
         ep.counters["parse/sweagent_unsubmitted_submit_removed"] += 1
-    if not ep.steps or says is not True or submission is None:
-        return
-    if submit_argument(ep.steps[-1].call) != "":
-        ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission))
+    if ep.steps and says is True and submit_argument(ep.steps[-1].call) != "":
+        ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission or ""))
         ep.counters["parse/sweagent_autosubmission"] += 1
 
 
@@ -709,11 +707,11 @@ def normal_patch(patch: str) -> str:
 
 
 def recorded_submission(ep: Episode, status: str | None, submission: Any) -> str | None:
-    """``Meta.submission``: the patch the record says the run submitted ("" for a submit with no
-    patch), None when the record does not say (no exit status and no submit step) or says the
-    run did not submit."""
+    """``Meta.submission`` of a run that ends with its submit (``settle_submits``): the patch the
+    record says it submitted ("" for a submit with no patch); None for a run that does not submit
+    or whose submit the record says nothing about (no status, no patch in ``info``, no diff shown)."""
     says = record_says_submitted(status)
-    if says is False or (says is None and not ep.meta.submitted):
+    if says is False or not ep.meta.submitted:
         return None
     if isinstance(submission, str) and submission.strip():
         return normal_patch(submission)
