@@ -465,3 +465,38 @@ def test_a_run_submitted_without_a_patch_ends_with_an_empty_submission(tmp_path:
         ep = parse(run, tmp_path, f"{submission}.traj")
         conv = convert_episode(ep)
         assert ep.meta.submission == "" and conv.submitted and conv.messages[-1]["content"] == ""
+
+
+def test_create_of_a_file_that_exists_writes_nothing_and_shows_it(tmp_path: Path) -> None:
+    """0.x ``create P`` of an existing P prints ``Error: File 'P' already exists.`` and opens P
+    unchanged: the command tests for P, prints the same, and never truncates the file."""
+    import re
+
+    run = load(DEMO)
+    window = re.match(r"\[File: [^\n]*\n(?:\d+:[^\n]*\n)+", run["trajectory"][4]["observation"])
+    assert window is not None and "(9 lines total)" in window.group(0)
+    obs = "Error: File 'reproduce.py' already exists.\n" + window.group(0)
+    conv = converted_with(tmp_path, 5, "create reproduce.py\n", obs)
+    cmd, out = conv.commands[5], conv.outputs[5]
+    assert out == obs.replace("/marshmallow-code__marshmallow", "/testbed")
+    root = tmp_path / "repo"
+    root.mkdir()
+    text = "".join(line.split(":", 1)[1] + "\n" for line in window.group(0).splitlines()[1:])
+    (root / "reproduce.py").write_text(text)
+    assert sh(cmd, root) == (0, out)
+    assert (root / "reproduce.py").read_text() == text
+
+
+def test_1x_create_of_a_file_that_exists_fails_without_writing(tmp_path: Path) -> None:
+    """1.x ``create`` prints ``Warning: File 'P' already exists.`` and exits 1 (no window):
+    the command does the same."""
+    conv = converted_with(
+        tmp_path, 5, "create reproduce.py\n", "Warning: File 'reproduce.py' already exists."
+    )
+    cmd, out, rc = conv.commands[5], conv.outputs[5], conv.returncodes[5]
+    assert (out, rc) == ("Warning: File 'reproduce.py' already exists.\n", 1)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "reproduce.py").write_text("x = 1\n")
+    assert sh(cmd, root) == (1, out)
+    assert (root / "reproduce.py").read_text() == "x = 1\n"

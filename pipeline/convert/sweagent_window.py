@@ -506,6 +506,8 @@ def window_refusal(name: str, obs: str) -> str | None:
     return None
 
 
+# create of a path that exists: 0.x ``Error: …`` then the file's window, 1.x ``Warning: …`` alone
+_CREATE_EXISTS = re.compile(r"(?P<msg>(?P<level>Error|Warning): File '(?P<path>[^\n]+)' already exists\.)\n")
 # what the 0.x viewer prints when it refuses to move (its ``open``/``goto`` in defaults.sh):
 # nothing changes, the open file and window stay
 # (``open P N`` first runs ``awk 'END {print NR}' P`` and a ``[ N -gt … ]`` test, which fail on a
@@ -548,6 +550,11 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
         return res
     win = find_window(obs)
     if win is None:
+        m = _CREATE_EXISTS.fullmatch(obs.rstrip("\n") + "\n") if name == "create" else None
+        if m and call.words and m["path"] == call.words[0] and m["level"] == "Warning":
+            # 1.x create of a file that is there: it says so, exits 1, writes nothing
+            q, msg = shell_quote(m["path"]), shell_quote(m["msg"])
+            return Result(f"[ ! -e {q} ] || {{ echo {msg}; false; }}", m["msg"] + "\n", 1)
         if (refused := _refused_move(call, obs, state.current_file)) is not None:
             return refused
         raise ConvertError("sweagent_window", f"turn {turn}: {name} output has no window")
@@ -559,6 +566,12 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
         state.current_file, state.shown = target, win
         return Result(cmd, obs, 0)
     core = printer
+    if name == "create" and (m := _CREATE_EXISTS.match(obs)) and m.end() == win.start:
+        # 0.x create of a file that is there: it says so, writes nothing and opens the file
+        state.current_file, state.shown = win.path, win
+        core = f"test -e {shell_quote(m['path'])} && echo {shell_quote(m['msg'])} && {printer}"
+        tail = print_command(obs[win.end :])
+        return Result(f"{core} && {tail}" if tail else core, obs, 0)
     if name == "create":
         # SWE-agent's create writes a single newline (shown as one empty line)
         core = f"printf '\\n' > {shell_quote(win.path)} && {core}"
