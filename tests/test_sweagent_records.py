@@ -22,6 +22,7 @@ from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
 from pipeline.core.episode import ConvertError, Episode, RawRun
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import iter_trajectory_file
+from pipeline.parsers.sweagent import submit_argument
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 # SWE-agent 0.x demo run (text actions, windowed editor), ends with ``submit`` and its diff
@@ -500,3 +501,18 @@ def test_1x_create_of_a_file_that_exists_fails_without_writing(tmp_path: Path) -
     (root / "reproduce.py").write_text("x = 1\n")
     assert sh(cmd, root) == (1, out)
     assert (root / "reproduce.py").read_text() == "x = 1\n"
+
+
+def test_a_ctf_runs_flag_submit_is_no_patch_submission(tmp_path: Path) -> None:
+    """A CTF run (``info.exit_status`` ``submitted``) ends with ``submit 'flag{…}'``: the record's
+    submission is the flag, so no patch submit is appended (the run stays an unknown_tool drop: its
+    CTF tools and its flag submit have no shell command)."""
+    run = load(REAL / "sweagent-ctf-warmup.traj")
+    assert run["info"]["exit_status"] == "submitted"
+    ep = parse(run, tmp_path)
+    assert ep.counters["parse/sweagent_autosubmission"] == 0
+    assert not ep.meta.submitted and ep.meta.submission is None
+    with pytest.raises(ConvertError) as err:
+        convert_episode(ep)
+    assert err.value.reason == "unknown_tool"
+    assert submit_argument(ep.steps[-1].call) == "FLAG{LET_US_BEGIN_CSAW_2016}"

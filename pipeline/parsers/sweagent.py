@@ -693,7 +693,8 @@ def settle_exits(ep: Episode, status: str | None, submission: str | None) -> Non
         # a submit the record says did not submit (the harness failed on it): no submit turn
         ep.steps.pop()
         ep.counters["parse/sweagent_unsubmitted_submit_removed"] += 1
-    if ep.steps and says is True and submit_argument(ep.steps[-1].call) != "":
+    # (a run ending with a CTF flag submit was "submitted" too: its flag, not a patch)
+    if ep.steps and says is True and submit_argument(ep.steps[-1].call) is None:
         ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission or ""))
         ep.counters["parse/sweagent_autosubmission"] += 1
 
