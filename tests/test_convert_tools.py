@@ -542,15 +542,13 @@ def test_lint_rejection_without_a_compile_error_removes_only_that_turn() -> None
     assert conv.counters["convert/todo_removed"] == 0
 
 
-def test_sweagent_search_overflow_is_a_counted_drop() -> None:
+def test_sweagent_search_overflow_is_a_counted_drop_unless_it_is_the_calls_own() -> None:
+    """The tool's "More than N files matched" refusal converts to a count that prints it (see
+    test_sweagent_records); one that names another term than the call's has no such command."""
+    msg = 'More than 101 files matched for "x" in /testbed. Please narrow your search.\n'
+    assert one(call("search_dir", msg, search_term="x"))[0].startswith("n=$(grep -rlI ")
     with pytest.raises(ConvertError) as err:
-        one(
-            call(
-                "search_dir",
-                'More than 100 files matched for "x" in /testbed. Please narrow your search.\n',
-                search_term="x",
-            )
-        )
+        one(call("search_dir", msg, search_term="y"))
     assert err.value.reason == "sweagent_search_overflow"
 
 

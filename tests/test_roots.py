@@ -91,6 +91,8 @@ _ROOT_PIECES = [
     "/tmp/tmpabcdef/django",
     "/tmp/tmpabcdef/x",
     "/owner__repo",
+    "/owner.__repo",
+    "/_x__y",
     "/srv/root",
     "/srv/rootx",
     "~",
@@ -167,7 +169,7 @@ def test_foreign_roots_equal_the_documented_pattern(text: str, repo: str | None)
 
     names = "|".join(re.escape(n) for n in _repo_names(repo))
     workspace = f"/workspace/(?:{names})|" if names else ""
-    full = re.compile(_BEFORE + f"(?:{workspace}/repo|/app|/[A-Za-z0-9][\\w.-]*__[\\w.-]+)" + _AFTER)
+    full = re.compile(_BEFORE + f"(?:{workspace}/repo|/app|/[A-Za-z0-9][A-Za-z0-9-]*__[\\w.-]+)" + _AFTER)
     assert find_foreign_roots(text, repo) == full.findall(text)
 
 
@@ -275,3 +277,13 @@ def test_temp_dir_roots_share_the_repo_pattern() -> None:
         rewrite_roots(text, "/tmp/tmpabcdef/django.", "o/django.")
         == "cd /testbed then /tmp/tmpabcdef/django.x"
     )
+
+
+def test_python_dunder_names_after_a_slash_are_no_swe_agent_root() -> None:
+    """SWE-agent's checkout is ``/<owner>__<repo>`` and a GitHub owner has no ``.`` or ``_``: the
+    code ``prettyForm.__mul__(*a)/prettyForm.__mul__(*b)`` (a real sympy diff) is left alone."""
+    code = "return prettyForm.__mul__(*a)/prettyForm.__mul__(*b)"
+    assert rewrite_roots(code, "/sympy__sympy", "sympy__sympy") == code
+    assert rewrite_roots(code) == code and find_foreign_roots(code) == []
+    assert rewrite_roots("cd /pytest-dev__pytest/src", "/pytest-dev__pytest") == "cd /testbed/src"
+    assert find_foreign_roots("ls /scikit-learn__scikit-learn") == ["/scikit-learn__scikit-learn"]

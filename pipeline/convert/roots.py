@@ -44,6 +44,8 @@ def _repo_names(repo: str | None) -> list[str]:
     return sorted((n for n in names if n), key=len, reverse=True)
 
 
+# SWE-agent's checkout ``/<owner>__<repo>`` (GitHub's owner characters, then the repo's)
+OWNER_REPO = r"/[A-Za-z0-9][A-Za-z0-9-]*__[\w.-]+"
 # the directories a checkout named after the task's repo sits in (the rooted runs' named forms)
 _NAMED_DIRS = r"(?:workspace/|home/[\w.-]+/|tmp/tmp[\w]{6,}/)"
 _NAMED_DIR = re.compile("/" + _NAMED_DIRS)
@@ -60,7 +62,9 @@ def _alternatives(repo_root: str | None, repo: str | None) -> list[str]:
     # the same alternatives tried in the same order, and a pattern about half as long to compile
     # (one is compiled per run)
     homes = [rf"/(?:home/[\w.-]+/|tmp/tmp[\w]{{6,}}/){name}"]
-    dunder = r"/[A-Za-z0-9][\w.-]*__[\w.-]+"  # SWE-agent's /<owner>__<repo>: only ever a checkout
+    # SWE-agent's /<owner>__<repo>: only ever a checkout. A GitHub owner is letters, digits and
+    # hyphens, so Python's ``a/b.__mul__`` or ``x/self._y__z`` is no root
+    dunder = OWNER_REPO
     if repo_root and repo_root.rstrip("/"):
         root = repo_root.rstrip("/")
         alts = [] if root == TESTBED else [re.escape(root)]
@@ -177,7 +181,7 @@ MAYBE_FOREIGN_RS = r"/(?:workspace/|repo|app|[A-Za-z0-9][^\s/]*__)"
 def _foreign(repo: str | None) -> re.Pattern[str]:
     names = _repo_names(repo)
     workspace = ["workspace/(?:" + "|".join(re.escape(n) for n in names) + ")"] if names else []
-    alts = [*workspace, "repo", "app", r"[A-Za-z0-9][\w.-]*__[\w.-]+"]
+    alts = [*workspace, "repo", "app", OWNER_REPO[1:]]
     return re.compile("/" + _BEFORE_SLASH + "(?:" + "|".join(alts) + ")" + _AFTER)
 
 

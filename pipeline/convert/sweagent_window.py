@@ -100,7 +100,11 @@ REJECTED = "Your proposed edit has introduced new syntax error"
 _REPLACED_ALL = re.compile(r"\AReplaced (\d+) occurrences")
 _REPLACED_ONE = re.compile(r"\AText replaced\.")
 _LINT_CODE = re.compile(r"\b([EFWC]\d{3})\b")
-_OVERFLOW = re.compile(r"^More than \d+ files matched for ", re.M)
+_OVERFLOW = re.compile(r"^More than \d+ (?:files|lines) matched for ", re.M)
+_OVERFLOW_LINE = re.compile(
+    r'\AMore than (?P<n>\d+) (?:files|lines) matched for "(?P<term>.*)" in (?P<where>/[^\n]*)\. '
+    r"Please narrow your search\.\n?\Z"
+)
 
 
 @dataclass
@@ -349,32 +353,67 @@ class RemovedTurn(Exception):
     """The call changed nothing and no honest command prints its output: drop only this turn."""
 
 
+# SWE-agent's search tools grep with a basic regular expression (``grep -nIH -- "$search_term"``),
+# skip hidden paths (``find ! -path '*/.*'``) and refuse a listing of more than 100 files (lines)
+_HIDDEN = "--exclude-dir='.*' --exclude='.*'"
+
+
+def _overflow(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
+    """The tool's "More than N files (lines) matched" refusal: the same count, computed by grep,
+    prints the same sentence when it is over the tool's limit, as the tool does."""
+    m = _OVERFLOW_LINE.match(obs)
+    if m is None or not call.words or call.name == "find_file" or m["term"] != call.words[0]:
+        raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+    term = shell_quote(call.words[0])
+    if call.name == "search_dir":
+        count = f"grep -rlI {_HIDDEN} -- {term} {shell_quote(m['where'])} | wc -l"
+        unit = "files"
+    else:
+        target = _abs(call.words[1]) if len(call.words) > 1 else current
+        if target is None or not _same_file(target, m["where"]):
+            raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+        count, unit = f"grep -c -- {term} {shell_quote(m['where'])}", "lines"
+    sentence = f'More than %s {unit} matched for "%s" in %s. Please narrow your search.\\n'
+    cmd = (
+        f'n=$({count}); [ "$n" -gt 100 ] && printf {shell_quote(sentence)} "$n" {term} '
+        f"{shell_quote(m['where'])}"
+    )
+    return Result(cmd, m.group(0).rstrip("\n") + "\n", 0)
+
+
+# the place a search tool names in its first line: the realpath of the directory (its default:
+# the shell's working directory) or the file (its default: the open file) it searched
+_PLACE = re.compile(r'\A(?:Found \d+ matches|No matches found) for ".*" in (/[^\n]*?):?\n')
+
+
+def _named_place(obs: str) -> str | None:
+    m = _PLACE.match(obs if obs.endswith("\n") else obs + "\n")
+    return m.group(1) if m else None
+
+
 def _search(call: WindowCall, obs: str, turn: int, current: str | None) -> Result:
     if _OVERFLOW.search(obs):
-        raise ConvertError("sweagent_search_overflow", f"turn {turn}: {call.name}")
+        return _overflow(call, obs, turn, current)
     if not call.words:
         raise ConvertError("bad_tool_args", f"turn {turn}: {call.name} without a search term")
     term = call.words[0]
     if call.name == "find_file":
-        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
+        where = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or "/testbed"
         out = "".join(line + "\n" for line in obs.splitlines() if line.startswith("/"))
         return Result(f"find {shell_quote(where)} -type f -name {shell_quote(term)}", out, 0)
     if call.name == "search_dir":
-        where = _abs(call.words[1]) if len(call.words) > 1 else "/testbed"
+        where = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or "/testbed"
         hits = re.findall(r"^(/\S.*) \((\d+) matches\)$", obs, re.M)
         out = "".join(f"{p}:{n}\n" for p, n in hits)
         # SWE-agent skips hidden paths (.git!) and lists files sorted; the pipeline exits as sort does
-        cmd = (
-            f"grep -rIcF --exclude-dir='.*' --exclude='.*' -- {shell_quote(term)} {shell_quote(where)}"
-            " | grep -v ':0$' | sort"
-        )
+        cmd = f"grep -rIc {_HIDDEN} -- {shell_quote(term)} {shell_quote(where)} | grep -v ':0$' | sort"
         return Result(cmd, out, 0)
-    target = _abs(call.words[1]) if len(call.words) > 1 else current
+    target = _abs(call.words[1]) if len(call.words) > 1 else _named_place(obs) or current
     if target is None:
         raise ConvertError("sweagent_window", f"turn {turn}: search_file with no open file")
     hits = re.findall(r"^Line (\d+):(.*)$", obs, re.M)
     out = "".join(f"{n}:{t}\n" for n, t in hits)
-    return Result(f"grep -nF -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1)
+    return Result(f"grep -n -- {shell_quote(term)} {shell_quote(target)}", out, 0 if out else 1)
 
 
 def _then(obs: str, win: Window) -> str:
@@ -449,6 +488,52 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
     return Result(cmd, obs, rc), path
 
 
+# the 0.x tools' refusals before they do anything: no open file (``_constrain_line``, edit,
+# search_file), arguments that fit no usage (``Usage: edit <start_line>:<end_line>``)
+_NO_FILE_OPEN = re.compile(r"\A\s*No file open\. Use the `?open`? command first\.\s*\Z")
+_USAGE = re.compile(r"\A\s*Usage: (?P<name>\w+)\b[^\n]*\n(?:Error: [^\n]*\n)?\s*\Z")
+
+
+def window_refusal(name: str, obs: str) -> str | None:
+    """The counter of a windowed-tool call the tool refused before doing anything, else None.
+
+    Such a call changed no file, and its message is about the harness's own state or syntax,
+    which no command shows: its turn is removed and its thought carried to the next one."""
+    if _NO_FILE_OPEN.match(obs):
+        return "convert/sweagent_no_open_file_removed"
+    if (m := _USAGE.match(obs if obs.endswith("\n") else obs + "\n")) and m["name"] == name:
+        return "convert/sweagent_usage_removed"
+    return None
+
+
+# create of a path that exists: 0.x ``Error: …`` then the file's window, 1.x ``Warning: …`` alone
+_CREATE_EXISTS = re.compile(r"(?P<msg>(?P<level>Error|Warning): File '(?P<path>[^\n]+)' already exists\.)\n")
+# what the 0.x viewer prints when it refuses to move (its ``open``/``goto`` in defaults.sh):
+# nothing changes, the open file and window stay
+# (``open P N`` first runs ``awk 'END {print NR}' P`` and a ``[ N -gt … ]`` test, which fail on a
+# missing P before the message: their errors are the harness script's, dropped with the call)
+_OPEN_MISSING = re.compile(
+    r"\A(?:awk: (?:fatal: )?cannot open [^\n]*\n|/root/commands/[^\n]*: line \d+: \[: [^\n]*\n)*"
+    r"(?P<msg>File (?P<path>[^\n]+) not found)\n?\Z"
+)
+_GOTO_PAST_END = re.compile(r"\AError: <line> must be less than or equal to (?P<n>\d+)\n?\Z")
+
+
+def _refused_move(call: WindowCall, obs: str, current: str | None) -> Result | None:
+    """``open`` of a path that does not exist, ``goto`` past the open file's end: a test that
+    prints the viewer's message exactly when the viewer printed it (same condition, no effect);
+    None for any other output."""
+    if call.name == "open" and call.words and (m := _OPEN_MISSING.match(obs)) and m["path"] == call.words[0]:
+        q = shell_quote(call.words[0])
+        return Result(f"test -e {q} || echo {shell_quote(m['msg'])}", m["msg"] + "\n", 0)
+    if call.name == "goto" and call.line is not None and current and (m := _GOTO_PAST_END.match(obs)):
+        if call.line <= int(m["n"]):
+            return None
+        prog = f'END{{if({call.line}>NR) print "Error: <line> must be less than or equal to " NR}}'
+        return Result(f"awk '{prog}' {shell_quote(current)}", m.group(0).rstrip("\n") + "\n", 0)
+    return None
+
+
 def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: WindowState) -> Result:
     """One windowed-tool call → the bash result; ``state`` follows the open file and window.
 
@@ -465,6 +550,13 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
         return res
     win = find_window(obs)
     if win is None:
+        m = _CREATE_EXISTS.fullmatch(obs.rstrip("\n") + "\n") if name == "create" else None
+        if m and call.words and m["path"] == call.words[0] and m["level"] == "Warning":
+            # 1.x create of a file that is there: it says so, exits 1, writes nothing
+            q, msg = shell_quote(m["path"]), shell_quote(m["msg"])
+            return Result(f"[ ! -e {q} ] || {{ echo {msg}; false; }}", m["msg"] + "\n", 1)
+        if (refused := _refused_move(call, obs, state.current_file)) is not None:
+            return refused
         raise ConvertError("sweagent_window", f"turn {turn}: {name} output has no window")
     obs, win = _with_newline(obs, win, state)
     printer = window_printer(win.path, win.first, win.last, win.cursors)
@@ -474,6 +566,12 @@ def convert_window(name: str, args: dict[str, Any], obs: str, turn: int, state: 
         state.current_file, state.shown = target, win
         return Result(cmd, obs, 0)
     core = printer
+    if name == "create" and (m := _CREATE_EXISTS.match(obs)) and m.end() == win.start:
+        # 0.x create of a file that is there: it says so, writes nothing and opens the file
+        state.current_file, state.shown = win.path, win
+        core = f"test -e {shell_quote(m['path'])} && echo {shell_quote(m['msg'])} && {printer}"
+        tail = print_command(obs[win.end :])
+        return Result(f"{core} && {tail}" if tail else core, obs, 0)
     if name == "create":
         # SWE-agent's create writes a single newline (shown as one empty line)
         core = f"printf '\\n' > {shell_quote(win.path)} && {core}"

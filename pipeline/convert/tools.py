@@ -51,10 +51,11 @@ from pipeline.convert.sweagent_window import (
     convert_window,
     window_call,
     window_name,
+    window_refusal,
 )
 from pipeline.core.episode import ConvertError
 from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
-from pipeline.parsers.sweagent import REVIEW_TOOL
+from pipeline.parsers.sweagent import HANDOFF_TOOL, REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
@@ -787,6 +788,9 @@ def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
     """One structured tool call (+ its observation) → an :class:`Action`."""
+    if window_name(name) and (why := window_refusal(name, obs)):
+        state.counters[why] += 1
+        return Action("remove", text=why)
     if _REFUSED.match(obs):
         # Claude Code refused the call before running it (not read yet, string not found, a bad
         # argument): it changed nothing, so no command stands for it; its thought is carried
@@ -799,13 +803,18 @@ def convert_call(
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:
             res = convert_window(name, args, obs, turn, state.window)
-        except RemovedTurn:
-            return Action("remove", text="convert/sweagent_edit_rejected_removed")
+        except RemovedTurn:  # counted where it was raised
+            return Action("remove", text="convert/sweagent_turn_removed")
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
         return convert_bash(args, obs, rc, turn, state)
     if name == REVIEW_TOOL:
         return _review(obs, state)
+    if name == HANDOFF_TOOL:
+        # a multi-agent handoff changes no file and prints the agents' reports, which no command
+        # prints: the turn goes, its thought is carried to the next one
+        state.counters["convert/sweagent_handoff_removed"] += 1
+        return Action("remove", text="convert/sweagent_handoff_removed")
     if name in THINK_TOOLS:
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:

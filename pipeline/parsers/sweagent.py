@@ -10,6 +10,7 @@ from the history so the calls keep their structured arguments.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from typing import Any
 
@@ -56,6 +57,8 @@ SPECIAL_COMMANDS = frozenset(
         "exit_context",
         "exit_api",
         "exit_format",
+        "exit_error",
+        "exit_early",
         # 0.x bundles beyond the editor (config/commands: cursors, CTF debug/server/decompile tools)
         "set_cursors",
         "summarize",
@@ -73,6 +76,39 @@ SPECIAL_COMMANDS = frozenset(
         "connect_stop",
     }
 )
+# SWE-agent 1.x's bundles put these programs on the PATH (tools/<bundle>/bin/): a command that runs
+# one ran the tool, whatever the run's prompt documents
+BUNDLE_TOOLS = frozenset(
+    {
+        "str_replace_editor",
+        "filemap",
+        "view_image",
+        "do_nothing",
+        "_state",
+        "_state_anthropic",
+        "_state_diff_state",
+        "_read_env",
+        "_write_env",
+        "click_mouse",
+        "close_site",
+        "double_click_mouse",
+        "drag_mouse",
+        "execute_script_on_page",
+        "get_console_output",
+        "move_mouse",
+        "navigate_back",
+        "navigate_forward",
+        "open_site",
+        "press_keys_on_page",
+        "reload_page",
+        "run_web_browser_server",
+        "screenshot_site",
+        "scroll_on_page",
+        "set_browser_window_size",
+        "type_text",
+        "wait_time",
+    }
+)
 CURDIR_RE = re.compile(r"\(Current directory: (/[^)\n]*)\)")
 # A ``submit`` that did not end the run: SWE-agent's review-on-submit stage (``review_on_submit_m``
 # prints a review checklist with the staged diff and waits for a second submit).
@@ -84,14 +120,90 @@ def text_action(action: str, tools: frozenset[str] = SPECIAL_COMMANDS) -> ToolCa
     a = action.strip()
     first, _, rest = a.partition("\n")
     word, _, args = first.strip().partition(" ")
-    if word not in tools and word not in SPECIAL_COMMANDS:
+    if word not in tools and word not in SPECIAL_COMMANDS and word not in BUNDLE_TOOLS:
+        if (m := _CD_THEN.match(first)) and isinstance(
+            call := text_action(m[1] + a[len(first) :], tools), ToolCall
+        ):
+            return call  # ``cd DIR && open x.py``: the tools print absolute paths, the cd changes no output
+        if not rest and (inner := _inner_tool(a, tools)):
+            # ``ls && open x.py``: the tool ran inside a command line, which no one converted
+            # command reproduces (its name says so in the drop)
+            return ToolCall(f"{inner} <in a command line>", {})
         return Bash(a)
+    if word == "str_replace_editor" and (editor := editor_cli_call(a)) is not None:
+        return editor
+    if _chained(first):
+        return ToolCall(f"{word} <in a command line>", {})
     body = rest
     if body == "end_of_edit":
         body = ""
     elif body.endswith("\nend_of_edit"):
         body = body[: -len("\nend_of_edit")]
     return ToolCall(name=word, args={"args": args.strip(), "body": body})
+
+
+# ``str_replace_editor`` run from the shell takes its arguments as options (argparse in the bundle)
+_EDITOR_OPTIONS = {
+    "--file_text": "file_text",
+    "--old_str": "old_str",
+    "--new_str": "new_str",
+    "--insert_line": "insert_line",
+}
+
+
+def editor_cli_call(command: str) -> ToolCall | None:
+    """``str_replace_editor view /p --view_range 1 20`` as the tool's structured call; None when
+    the words do not fit its command line (then it is a call without arguments: a counted drop)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) < 3 or any(w in _CHAIN_OPS for w in words):
+        return None
+    args: dict[str, Any] = {"command": words[1], "path": words[2]}
+    rest = words[3:]
+    while rest:
+        opt = rest.pop(0)
+        if opt == "--view_range" and len(rest) >= 2 and all(re.fullmatch(r"-?\d+", w) for w in rest[:2]):
+            args["view_range"] = [int(rest.pop(0)), int(rest.pop(0))]
+        elif opt in _EDITOR_OPTIONS and rest:
+            args[_EDITOR_OPTIONS[opt]] = rest.pop(0)
+        else:
+            return None
+    if "insert_line" in args:
+        if not re.fullmatch(r"\d+", str(args["insert_line"])):
+            return None
+        args["insert_line"] = int(args["insert_line"])
+    return ToolCall("str_replace_editor", args)
+
+
+_CHAIN_OPS = frozenset({"&&", "||", ";", "|", "&"})
+_CD_THEN = re.compile(r"\Acd\s+(?:'[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(\S.*)\Z")
+
+
+def _chained(line: str) -> bool:
+    """Whether a tool's command line goes on past the tool (``open a.py && goto 50``)."""
+    from pipeline.shell import shlex_split
+
+    return any(t in _CHAIN_OPS for t in shlex_split(line))
+
+
+def _inner_tool(command: str, tools: frozenset[str]) -> str | None:
+    """The first tool a one-line command runs after its first simple command, if any."""
+    from pipeline.shell import split_command  # the project's shell lexer
+
+    try:
+        segs = split_command(command)
+    except ValueError:
+        return None
+    return next(
+        (
+            s.argv[0]
+            for s in segs
+            if s.argv and (s.argv[0] in tools or s.argv[0] in SPECIAL_COMMANDS or s.argv[0] in BUNDLE_TOOLS)
+        ),
+        None,
+    )
 
 
 def _json_field(x: Any) -> dict[str, Any]:
@@ -192,10 +304,13 @@ def parse_sweagent(raw: RawRun) -> Episode:
                 root = cm.group(1).rstrip("/")
                 break
     info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
+    systems = [m.text for m in hist if m.role == "system"]
+    tools = declared_tools("\n\n\n".join(systems)) | handoff_tools(rec)
     if any(m.tool_calls for m in hist):
         ep = messages_episode(hist, root_hint=root, **common)
         _trajectory_submit(ep, traj)
         mark_timeouts(ep)
+        tool_actions(ep, tools)  # before the newlines: a tool run from the shell prints as the tool
         restore_final_newlines(ep)  # 1.x (function calling, swe-rex) stripped them
         terminal_ls(ep)
     else:
@@ -210,24 +325,28 @@ def parse_sweagent(raw: RawRun) -> Episode:
             root_hint=root,
             **common,
         )
-    tool_actions(ep, declared_tools(next((m.text for m in hist if m.role == "system"), "")))
+        tool_actions(ep, tools)
     mark_timeouts(ep)
-    settle_submits(ep, opt_str(info.get("submission")) if isinstance(info, dict) else None)
+    info = info if isinstance(info, dict) else {}
+    status = opt_str(info.get("exit_status"))
+    settle_exits(ep, status, opt_str(info.get("submission")))
+    settle_submits(ep, opt_str(info.get("submission")))
+    ep.meta.submission = recorded_submission(ep, status, info.get("submission"))
     return restore_pty_newlines(ep)
 
 
 # The tools a run's system prompt documents (SWE-agent lists its bundles' commands under
 # ``COMMANDS:``, as ``name:\n  docstring: …`` blocks or ``name <args> - doc`` lines).
-_DOC_BLOCK_RE = re.compile(r"^([A-Za-z_][\w-]*):\n  docstring:", re.M)
+_DOC_BLOCK_RE = re.compile(r"^([A-Za-z_][\w-]*):\n  (?:docstring|signature):", re.M)
 _DOC_LINE_RE = re.compile(r"^([A-Za-z_][\w-]*)(?:(?: [<\[][^\n]*?)? - |\n<)", re.M)
 
 
 def declared_tools(system_text: str) -> frozenset[str]:
-    """The command names a SWE-agent system prompt documents besides the shell."""
+    """The command names a SWE-agent system prompt documents besides the shell (every
+    ``COMMANDS:`` section of the text: a multi-agent run joins its agents' prompts)."""
     names = set(_DOC_BLOCK_RE.findall(system_text))
-    at = system_text.find("COMMANDS:\n")
-    if at >= 0:
-        section = system_text[at + len("COMMANDS:\n") :]
+    for at in (m.end() for m in re.finditer("COMMANDS:\n", system_text)):
+        section = system_text[at:]
         section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
         # a multi-line signature's terminator line (``end_of_edit - …`` after ``<text>``) is no tool
         names.update(
@@ -246,6 +365,8 @@ def tool_actions(ep: Episode, tools: frozenset[str]) -> None:
         c = st.call
         cmd = c.command if isinstance(c, Bash) else c.args.get("command") if c.name == "bash" else None
         if isinstance(cmd, str) and isinstance(call := text_action(cmd, tools), ToolCall):
+            if call.name in HANDOFF_TOOLS and call.name in tools:
+                call = ToolCall(HANDOFF_TOOL, {"name": call.name, **call.args})
             st.call = call
             ep.counters["parse/sweagent_tool_in_shell"] += 1
 
@@ -540,6 +661,84 @@ def settle_submits(ep: Episode, submission: str | None = None) -> None:
     if not last.observation.lstrip("\r\n").startswith("diff "):
         last.observation = submission
         ep.counters["parse/submission_from_info"] += 1
+
+
+# SWE-agent's exits on an error or a limit (``exit_cost``, ``exit_context``, …): 0.x records them as
+# the step's action, 1.x as the step's exit status. Neither is a command: the harness stopped the
+# run, then tried an autosubmission (``git add -A && git diff --cached``, mini's submit command),
+# recorded as ``info.exit_status == "submitted (<exit>)"`` when it produced the patch.
+EXIT_ACTIONS = frozenset(
+    {"exit_cost", "exit_context", "exit_api", "exit_format", "exit_error", "exit_forfeit", "exit_early"}
+)
+
+
+def record_says_submitted(status: str | None) -> bool | None:
+    """What ``info.exit_status`` says of the submission: None when there is no status."""
+    if not status:
+        return None
+    return status.strip().startswith("submitted")
+
+
+def settle_exits(ep: Episode, status: str | None, submission: str | None) -> None:
+    """Harness exits are no turns (``parse/sweagent_exit_removed``); a run its record says was
+    submitted (autosubmitted after the exit, or a submit the saved history lost) ends with the
+    submit, whose reply is the record's patch (``parse/sweagent_autosubmission``); a final submit
+    of a run its record says did not submit is removed (``parse/sweagent_unsubmitted_submit_removed``)."""
+    kept = [st for st in ep.steps if not (isinstance(st.call, ToolCall) and st.call.name in EXIT_ACTIONS)]
+    if len(kept) < len(ep.steps):
+        ep.counters["parse/sweagent_exit_removed"] += len(ep.steps) - len(kept)
+        ep.steps = kept
+    says = record_says_submitted(status)
+    if says is False and ep.steps and submit_argument(ep.steps[-1].call) == "":
+        # a submit the record says did not submit (the harness failed on it): no submit turn
+        ep.steps.pop()
+        ep.counters["parse/sweagent_unsubmitted_submit_removed"] += 1
+    # (a run ending with a CTF flag submit was "submitted" too: its flag, not a patch)
+    if ep.steps and says is True and submit_argument(ep.steps[-1].call) is None:
+        ep.steps.append(Step(thought="", call=ToolCall("submit", {}), observation=submission or ""))
+        ep.counters["parse/sweagent_autosubmission"] += 1
+
+
+def normal_patch(patch: str) -> str:
+    """A recorded patch as the run's final message shows it: the pty's ``\r\n`` line ends undone
+    (as in its observations) and the newline SWE-agent puts before it dropped."""
+    if "\r\n" in patch and not re.search(r"(?<!\r)\n", patch):
+        patch = patch.replace("\r\n", "\n")
+    return patch.lstrip("\r\n")
+
+
+def recorded_submission(ep: Episode, status: str | None, submission: Any) -> str | None:
+    """``Meta.submission`` of a run that ends with its submit (``settle_submits``): the patch the
+    record says it submitted ("" for a submit with no patch); None for a run that does not submit
+    or whose submit the record says nothing about (no status, no patch in ``info``, no diff shown)."""
+    says = record_says_submitted(status)
+    if says is False or not ep.meta.submitted:
+        return None
+    if isinstance(submission, str) and submission.strip():
+        return normal_patch(submission)
+    # no patch in ``info``: the diff the final submit printed, if it printed one
+    last = ep.steps[-1] if ep.steps else None
+    shown = last.observation.lstrip("\r\n") if last and submit_argument(last.call) == "" else ""
+    if shown.startswith("diff "):
+        return normal_patch(shown)
+    if says is None and not isinstance(submission, str):
+        return None  # a submit step, and no record of what it submitted
+    return ""
+
+
+# CodeR-style multi-agent runs (a SWE-agent fork): a manager's ``plan`` hands the task to agents
+# that end with ``succeed`` or ``fail``; the handoffs print the agents' reports, not a program's
+# output. They are tools of a run whose history names several agents.
+HANDOFF_TOOLS = frozenset({"plan", "succeed", "fail"})
+HANDOFF_TOOL = "sweagent_handoff"
+
+
+def handoff_tools(rec: dict[str, Any]) -> frozenset[str]:
+    """``HANDOFF_TOOLS`` for a run whose history has more than one agent, else none."""
+    hist = rec.get("history")
+    agents = {m.get("agent") for m in hist if isinstance(m, dict)} if isinstance(hist, list) else set()
+    agents.discard(None)
+    return HANDOFF_TOOLS if len(agents) > 1 and agents != {"primary"} else frozenset()
 
 
 def _trajectory_submit(ep: Episode, traj: list[Any]) -> None:

@@ -391,7 +391,18 @@ def explain_text(fate: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ HTML
 
 # one colour per stage (Tableau 10), in stage order
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+PALETTE = [
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+]
 assert len(PALETTE) >= len(STAGES), "a stage without a colour"
 
 
