@@ -207,12 +207,18 @@ def test_clipped_listing_is_the_sorted_listing_cut_at_the_same_byte(tmp_path: Pa
     assert sh(cmd, root) == (0, out)
 
 
+def test_a_listing_in_the_disks_own_order_is_the_editors_own_find() -> None:
+    # OpenHands 0.15 (real run, django__django-10554): find's own order, a directory created
+    # during the run listed last: what the editor's find printed on the run's checkout
+    listing = "/workspace/proj\n/workspace/proj/django\n/workspace/proj/django/views\n/workspace/proj/django/__pycache__"
+    cmd, out, rc, _ = one(call("str_replace_editor", _HEAD + listing, command="view", path="/workspace/proj"))
+    assert cmd == "find '/testbed' -maxdepth 2 -not -path '*/.*'"
+    assert (out, rc) == (listing.replace("/workspace/proj", "/testbed") + "\n", 0)
+
+
 @pytest.mark.parametrize(
     "listing",
     [
-        # OpenHands 0.15 (real run, django__django-10554): find's own order, a directory created
-        # during the run listed last; the order is the disk's, which no command reproduces
-        "/workspace/proj\n/workspace/proj/django\n/workspace/proj/django/views\n/workspace/proj/django/__pycache__",
         # (real run, astropy__astropy-14369): the view of /workspace lists the checkout, which the
         # root rewrite turns into /testbed, outside the listed folder
         "/workspace\n/workspace/proj",

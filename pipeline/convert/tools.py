@@ -418,8 +418,8 @@ def convert_dir_view(path: str, obs: str, turn: int) -> Action:
     sorted command's output cut at the same byte (``| head -c N``). The clip note, the header and
     the hidden-entries note are the editor's text, not the command's.
 
-    Dropped (``convert/unverifiable_listing``): a listing in the file system's own order, which
-    depends on the disk it was made on (no command on another reproduces it), and a listing with
+    A listing in the file system's own order is the editor's own ``find``, which prints that order
+    on the checkout it was recorded on. Dropped (``convert/unverifiable_listing``): a listing with
     an entry outside its root (the checkout's own path, rewritten to the new root)."""
     body = _DIR_HEADER.sub("", obs, count=1)
     clip = _CLIPPED.search(body)
@@ -441,9 +441,10 @@ def convert_dir_view(path: str, obs: str, turn: int) -> Action:
     # a clipped listing shows a prefix: sorted, it is the sorted listing's prefix only if the
     # harness sorted; many sorted lines say it did (find's own order, a disk's, never is)
     sort = _sorter(lines[:-1] if clip else lines) if not clip or len(lines) > _SORTED_CLIP_LINES else None
-    if sort is None:
-        raise ConvertError("unverifiable_listing", f"turn {turn}: {path} in the file system's own order")
-    cmd = f"find {q} -maxdepth 2 -not -path '*/.*' | {sort}"
+    # in no sorted order: the order the file system gave the editor's own find, which that find
+    # prints again on the run's checkout (the image the run was recorded in)
+    find = f"find {q} -maxdepth 2 -not -path '*/.*'"
+    cmd = f"{find} | {sort}" if sort is not None else find
     if clip is None:
         return Action("run", cmd, shown + "\n", 0)
     return Action("run", f"{cmd} | head -c {len(shown.encode('utf-8', 'surrogateescape'))}", shown, 0)
