@@ -278,3 +278,12 @@ def test_an_edit_script_outside_the_converters_shapes_is_not_run() -> None:
     assert run_edit("import os\nos.system('touch /tmp/pwned')", files) is None
     assert run_edit("__import__('os')", files) is None
     assert run_edit("while True:\n    pass", files) is None
+
+
+def test_a_program_the_record_shows_missing_is_missing_in_the_target_too() -> None:
+    # real shape (wudi-alex/mini-swe-agent-CaM runs): a model calls a patch tool its image lacks
+    out = "bash: line 1: applypatch: command not found\n"
+    assert reason(episode(run(("applypatch << 'PATCH'\n*** Begin Patch\nPATCH", out, 127)))) is None
+    assert reason(episode(run(("applypatch < p.diff", "patched\n", 0)))) == "unknown_program"
+    # a harness's tool name is never a command, whatever the record printed
+    assert reason(episode(run(("goto 3", "bash: goto: command not found\n", 127)))) == "harness_tool"

@@ -45,10 +45,19 @@ class Violation:
 
 
 def executable(s: Subject) -> Violation | None:
-    """Every program a command runs exists in the target image; no harness tool is a command."""
+    """Every program a command runs exists in the target image; no harness tool is a command.
+    A program the record shows missing ("command not found") is missing from the target image
+    too: the command fails there the same way, so it stays."""
     for turn, prog, kind in unknown_programs(s.conv.commands, s.episode.task.repo, s.segments):
+        if kind == "unknown_program" and _not_found(prog, s.conv.outputs[turn]):
+            continue
         return Violation(kind, f"turn {turn}: {prog}")
     return None
+
+
+def _not_found(prog: str, output: str) -> bool:
+    """Whether ``output`` is a shell's report that ``prog`` does not exist (bash's and dash's)."""
+    return f"{prog}: command not found" in output or f"{prog}: not found" in output
 
 
 def effect(s: Subject) -> Violation | None:
