@@ -1,4 +1,4 @@
-"""Replay converted runs with bash and compare every observation (issue 11).
+"""Replay converted runs with bash and compare every observation.
 
 The core shared by ``bench/replay.py`` (upstream base trees) and ``tests/test_replay_local.py``
 (files rebuilt from the run's own displays). A converted run is read back from its published

@@ -1,4 +1,4 @@
-"""Render converted turns as mini-swe-agent v1 messages (research/target-format.md §2.2, §2.4, §4).
+"""Render converted turns as mini-swe-agent v1 messages (its system and instance templates, observations, timeouts).
 
 Pure-Python equivalents of the jinja2 templates of mini-swe-agent 1.17.5 ``extra/swebench.yaml``
 (jinja2 is only a test dependency); tests/test_render.py checks them against the real package.

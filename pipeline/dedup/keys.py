@@ -6,7 +6,7 @@ same. ``minhash`` is a 128-slot signature over word shingles of the normalised a
 the run's commands (edit payloads live inside them as heredocs) with paths made relative to
 /testbed and hex ids, numbers and temp names masked, so two exports of one run that differ only
 in a temp dir or a line number still match. Observations are left out on purpose: two different
-runs on the same task print mostly the same outputs (research/dedup.md §5.1).
+runs on the same task print mostly the same outputs.
 
 Two implementations of the same normalisation live here:
 

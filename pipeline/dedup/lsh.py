@@ -5,7 +5,7 @@ any band is identical. Each band is folded into one 64-bit key with numpy, all (
 triples go into one polars frame, and candidate pairs come out of a join on (band, key): no
 Python loop over runs. 16 x 8 puts the S-curve midpoint at 0.71, ~0.1 under the 0.8 threshold,
 so pairs at J >= 0.8 become candidates with P >= 0.947 and the signature estimate then throws
-out the false ones (research/dedup.md §1.7).
+out the false ones.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a run wrote itself: the second way to confirm a solution leak (issue 16).
+"""What a run wrote itself: the second way to confirm a solution leak.
 
 A run cut by the step limit has no final diff, yet reading the fix from history and typing it in is a
 leak all the same. Every command is read for the text it writes into the tree:

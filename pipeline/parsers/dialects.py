@@ -1,4 +1,4 @@
-"""Tool calls baked into assistant text (research/input-formats.md §0, §1.4, §2, §3).
+"""Tool calls baked into assistant text (Qwen JSON, GLM, XML and bash-fence dialects).
 
 Dialects, tried in this order on one assistant message:
 

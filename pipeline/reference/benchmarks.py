@@ -215,7 +215,7 @@ class HubBenchmark:
     splits: tuple[str, ...] = ("test", "dev")
 
 
-# Evaluation sets named in research/benchmarks.md. Training splits are never pulled.
+# The evaluation sets a run must never leak. Training splits are never pulled.
 HUB_BENCHMARKS: tuple[HubBenchmark, ...] = (
     HubBenchmark("swebench_full", "princeton-nlp/SWE-bench"),
     HubBenchmark("swebench_lite", "princeton-nlp/SWE-bench_Lite"),

@@ -1,4 +1,4 @@
-"""Secret patterns for the scrub stage (issue 5): one entry per kind, in application order.
+"""Secret patterns for the scrub stage: one entry per kind, in application order.
 
 Every pattern is written in the syntax shared by Python ``re`` and Rust ``regex`` (no lookaround, no
 backreferences), so the same text drives the cheap polars pre-filter (Rust, whole columns) and the

@@ -1,4 +1,4 @@
-"""Leak stages (issue 5; research/dedup.md §3-§4, input-formats.md §1.5 and §3.2).
+"""Leak stages: solution leaks (the fix taken from outside the run) and benchmark leaks.
 
 ``SolutionLeak`` drops runs that obtained the fix from outside their own work, in two steps:
 

@@ -1,4 +1,4 @@
-"""Scrub stage (issue 5): redact credentials before publishing; never drops a run.
+"""Scrub stage: redact credentials before publishing; never drops a run.
 
 Every secret found anywhere in a run (messages, commands or outputs) is replaced by
 ``<REDACTED:<kind>>`` in ALL of that run's text, so a command and the output echoing it, and the

@@ -1,4 +1,4 @@
-"""Strict mini-swe-agent v1 format checks (research/target-format.md §4.1); failures are drops.
+"""Strict mini-swe-agent v1 format checks; failures are drops.
 
 Rules (the drop reason), each reported with the turn index in the detail:
 
