@@ -23,13 +23,13 @@ Rules, method and limits
     Where the source says it: SWE-agent ``info.submission``/``info.exit_status`` (``submitted`` in the
     status, or a non-empty submission: submitted; a status or a null submission otherwise: not
     submitted), mini-swe-agent ``info.exit_status == "Submitted"`` with ``info.submission`` (another
-    status: not submitted), an OpenHands eval record's non-empty ``test_result.git_patch`` (submitted; an
-    empty or absent patch says nothing). A submitted run must end with a command printing mini's sentinel
+    status: not submitted), an OpenHands eval record's non-empty ``test_result.git_patch`` with a finish
+    action (submitted; the evaluation diffs every run's workspace, so a patch without a finish, and an
+    empty or absent patch, say nothing). A submitted run must end with a command printing mini's sentinel
     (``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``) and a last user message equal to the patch (the sentinel
     line aside; compared with trailing spaces, blank edge lines and CRs removed, the source's checkout
     roots rewritten to ``/testbed``); a run the source says did not submit must not end so. Examples name
-    the sub-reason: ``missing_submit`` (for OpenHands, ``missing_submit_no_finish`` when the record has no
-    finish action either), ``patch_mismatch``, ``patch_redacted`` (equal but for ``<REDACTED:kind>``
+    the sub-reason: ``missing_submit``, ``patch_mismatch``, ``patch_redacted`` (equal but for ``<REDACTED:kind>``
     placeholders the scrub step wrote into it), ``unexpected_submit``.
 ``decoration``
     An observation holding harness decoration (:data:`DECORATIONS`: SWE-agent's viewer header, ``(N more
@@ -285,7 +285,9 @@ def source_submission(record: Any) -> tuple[str, str | None, str]:
         return "unknown", None, ""
     tr = record.get("test_result")
     patch = tr.get("git_patch") if isinstance(tr, dict) else record.get("git_patch")
-    if isinstance(patch, str) and patch.strip():
+    # OpenHands' evaluation diffs the workspace of every run, finished or not: the patch is the
+    # agent's submission only when it called finish
+    if isinstance(patch, str) and patch.strip() and _has_finish(record):
         return "submitted", patch, "openhands"
     return "unknown", None, ""
 
@@ -568,11 +570,8 @@ def _check_submission(
     status, patch, note = source_submission(record)
     if status == "submitted":
         if not ends_in_submit:
-            why = "missing_submit"
-            if note == "openhands" and not _has_finish(record):
-                why = "missing_submit_no_finish"
             out["submission"].append(
-                f"{why}: the record submitted a {len(patch or '')}-character patch ({note})"
+                f"missing_submit: the record submitted a {len(patch or '')}-character patch ({note})"
             )
         else:
             final, recorded = (

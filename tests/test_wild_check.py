@@ -112,10 +112,11 @@ def test_submission_reads_sweagent_and_openhands_records() -> None:
     assert "submission" not in violations(GOOD, swe)
     swe_no = {"history": [], "info": {"exit_status": "exit_cost", "submission": None}}
     assert violations(GOOD, swe_no)["submission"][0].startswith("unexpected_submit")
+    # OpenHands' evaluation diffs every run's workspace: without a finish the patch says nothing
     oh = {"history": [{"action": "run", "args": {}}], "instruction": "x", "test_result": {"git_patch": PATCH}}
-    assert violations(run(turn("ls", ""), submit=None), oh)["submission"][0].startswith(
-        "missing_submit_no_finish"
-    )
+    assert "submission" not in violations(run(turn("ls", ""), submit=None), oh)
+    oh["history"].append({"action": "finish", "args": {}})
+    assert violations(run(turn("ls", ""), submit=None), oh)["submission"][0].startswith("missing_submit")
 
 
 def test_decoration_caught_unless_the_command_prints_it() -> None:
