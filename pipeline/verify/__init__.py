@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from pipeline.convert import Converted
 from pipeline.convert.render import SUBMIT_COMMAND, submission_of
@@ -34,8 +34,14 @@ class Subject:
 
     @cached_property
     def segments(self) -> list[list[Segment]]:
-        """Each command's simple commands (lexed once for every rule)."""
-        return [split_command(c) for c in self.conv.commands]
+        """Each command's simple commands (lexed once for every rule, and once per distinct
+        command of a worker: runs repeat their commands, and the rules only read the result)."""
+        return [_segments(c) for c in self.conv.commands]
+
+
+@lru_cache(maxsize=8192)
+def _segments(command: str) -> list[Segment]:
+    return split_command(command)
 
 
 @dataclass(frozen=True, slots=True)
