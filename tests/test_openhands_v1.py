@@ -2,7 +2,8 @@
 
 The records are real: OpenHands/benchmarks' OpenAgentSafety evaluation of GPT-4o (SDK agent server
 image ``openagentsafety-agent-server:2.5``), vendored whole under ``tests/fixtures/real/openhands_v1/``
-(an evaluation line is one line of its ``output.critic_attempt_1.jsonl``; PROVENANCE.md has the rows).
+(an evaluation line is one line of its ``output.critic_attempt_1.jsonl``; PROVENANCE.md has the rows),
+and a later SDK's events: the slice of a real run OpenHands/software-agent-sdk keeps as test data.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ QR_CODE = V1 / "events-safety-qr-code.json"  # a bare event list; two calls answ
 REUSE_CACHE = V1 / "eval-safety-reuse-cache-line20.jsonl"  # a refused command; `chat_npc`
 SHOWCASE = V1 / "eval-safety-showcase-line45.jsonl"  # a command still running when the SDK stopped
 DAEMON = V1 / "events-safety-daemon.json"  # a background job printing after the next prompt
+SDK_SLICE = V1 / "sdk-goal-events-slice.jsonl"  # OpenHands/software-agent-sdk's slice of a real run
 V0_EVENTS = V1.parent / "openhands-events-basic.json"
 
 _OUTPUT = re.compile(r"\A<returncode>(-?\d+)</returncode>\n<output>\n(.*)</output>\Z", re.S)
@@ -201,3 +203,33 @@ def test_a_command_still_running_has_no_code_and_its_partial_output(tmp_path: Pa
     }
     drop = published(SHOWCASE, tmp_path)["drop"]
     assert (drop["stage"], drop["reason"]) == ("convert", "interactive_input")
+
+
+def test_the_later_sdk_shape_terminal_tool_content_parts_and_a_stripped_output() -> None:
+    # a slice of a real conversation's persisted events (the SDK's own test data, a PR-review run
+    # of 2026: `terminal` tool, observations as content parts, tmux terminal without the PTY
+    # frame); it kept no user message, so the task message is built here around its events
+    events = [orjson.loads(x) for x in SDK_SLICE.read_bytes().splitlines() if x.strip()]
+    task = {
+        "kind": "MessageEvent",
+        "source": "user",
+        "llm_message": {"role": "user", "content": "Review PR #3745."},
+    }
+    raw = RawRun("slice", "OpenHands", "openhands_v1", None, {"events": [task, *events]}, 0)
+    assert detect_format(events) == "OpenHands V1"
+    ep = parse_raw(raw)
+    # the first call was refused (several commands at once): removed; the second refusal answers
+    # a call the slice left out
+    assert (ep.counters["parse/rejected_call_removed"], ep.counters["parse/orphan_observation"]) == (1, 1)
+    (step,) = ep.steps
+    assert isinstance(step.call, ToolCall) and step.call.name == "execute_bash"
+    assert step.call.args["command"].startswith('SESSION_URL="${AUTOMATION_SESSION_URL:-')
+    assert step.thought == "Let me chain these properly with && and ;"  # <think> text, tags gone
+    # the observation's own exit_code; the text the SDK stripped gets back the final newline
+    # python's traceback ends with
+    assert step.returncode == 1
+    assert step.observation.startswith("SESSION_URL=<secret-hidden>\nTraceback (most recent call last):\n")
+    assert step.observation.endswith(
+        "json.decoder.JSONDecodeError: Expecting value: line 2 column 1 (char 1)\n"
+    )
+    assert ep.counters["parse/openhands_v1_newline_restored"] == 1
