@@ -18,6 +18,7 @@ import pytest
 
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.core.episode import ParseError, RawRun, ToolCall
+from pipeline.core.rows import dataset_of
 from pipeline.orchestration.convert_files import convert_files
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
@@ -72,6 +73,8 @@ def test_the_format_is_told_by_its_events_not_by_the_file_name() -> None:
         doc = orjson.loads(path.read_bytes())
         assert detect_format(doc) == "OpenHands V1", path.name
         assert raw_run(path).kind == "openhands_v1"
+    # its own machine: the dataset and the card's Machine sentence tell it from V0's text-mode agent
+    assert dataset_of(raw_run(QR_CODE)) == "mini-coder-openhands-openhands-sdk"
     # a V0 event stream (its `action` a string) stays the V0 parser's
     assert detect_format(orjson.loads(V0_EVENTS.read_bytes())) == "OpenHands"
 

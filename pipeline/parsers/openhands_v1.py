@@ -350,7 +350,7 @@ def _detect(obj: Any) -> bool:
 MACHINES: Machines = {
     "openhands-sdk": (
         "openhands-sdk",
-        "the OpenHands agent SDK with function calling (`execute_bash`/`terminal`, "
+        "OpenHands agent SDK (V1) with function calling (`execute_bash`/`terminal`, "
         "`str_replace_editor`/`file_editor`, `think`, `task_tracker`, `finish`)",
     ),
 }
