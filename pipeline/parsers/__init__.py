@@ -10,7 +10,16 @@ import re
 from collections.abc import Callable
 
 from pipeline.core.episode import Episode, ParseError, RawRun
-from pipeline.parsers import affine_trace, affine_view, miniswe, openhands, sweagent, swelego, swesmith
+from pipeline.parsers import (
+    affine_trace,
+    affine_view,
+    miniswe,
+    openhands,
+    openhands_v1,
+    sweagent,
+    swelego,
+    swesmith,
+)
 from pipeline.parsers.format import Format
 
 # Every input format, one line each. The order is `trajpipe convert`'s detection order: the
@@ -18,6 +27,7 @@ from pipeline.parsers.format import Format
 FORMATS: tuple[Format, ...] = (
     affine_view.FORMAT,
     affine_trace.FORMAT,
+    openhands_v1.FORMAT,  # before V0 OpenHands: its events also have `action`/`observation`
     openhands.FORMAT,  # before SWE-agent: an OpenHands eval record also has a `history` list
     sweagent.FORMAT,
     swesmith.FORMAT,
