@@ -31,12 +31,15 @@ overall and on each of >= 2 repo groups with >= ``MIN_GROUP_N`` decided samples)
 
 from __future__ import annotations
 
+import ast
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
+from pipeline.convert.runfiles import TESTBED, RunFiles, command_cwd
 from pipeline.shell import OPS, Segment, shlex_split, split_command
 
 MIN_PRECISION = 0.99
@@ -271,6 +274,8 @@ def _loud_class(seg: Segment) -> str | None:
         return "writer"
     if p in ECHOES:
         return "echo"
+    if p == "cd" and len(seg.argv) <= 2:
+        return "cd"  # bash prints "cd: X: No such file or directory" whenever it fails
     if p == "git":
         sub = next((a for a in seg.argv[1:] if not a.startswith("-")), "")
         if sub in GIT_OK and not (GIT_DIFF_SILENT & set(seg.argv)):
@@ -287,6 +292,8 @@ def _loud_ok(seg: Segment, output: str) -> bool:
         return True
     if cls == "git":
         return not _git_error_in(output)
+    if cls == "cd":
+        return "cd: " not in output
     return not _tool_error_in(prog(seg), output)
 
 
@@ -312,8 +319,18 @@ def _clean(output: str) -> bool:
 
 @dataclass(frozen=True)
 class Rule:
+    """A named rule: ``decide(command, output)``, or ``decide(command, output, files)`` when it
+    reads the run's files (``uses_files``; given no :class:`RunFiles`, it knows only what the
+    command itself writes)."""
+
     name: str
-    decide: Callable[[str, str], int | None]
+    decide: Callable[..., int | None]
+    uses_files: bool = False
+
+    def __call__(self, command: str, output: str, files: RunFiles | None = None) -> int | None:
+        if not self.uses_files:
+            return self.decide(command, output)
+        return self.decide(command, output, RunFiles() if files is None else files)
 
 
 def loud_success(command: str, output: str) -> int | None:
@@ -418,6 +435,10 @@ _PYTEST_COUNT = re.compile(
 )
 
 
+_PYTEST_BANNER = re.compile(r"^!{3,} .* !{3,}$")
+_PYTEST_COLLECT_ERROR = re.compile(r"^ERROR [^\s:]+(?: - .*)?$", re.M)
+
+
 def _is_pytest(seg: Segment) -> bool:
     p = prog(seg)
     if p in ("pytest", "py.test"):
@@ -450,8 +471,13 @@ def pytest_summary(command: str, output: str) -> int | None:
     }
     if "INTERNALERROR" in output or output.count("\n", 0, len(output.rstrip())) < 1:
         return None  # exit 3, or a summary line alone (a screen's last line, not the run)
-    if re.search(r"^!+ Interrupted: ", output, re.M):
-        return 2
+    tail = [ln.strip() for ln in output.rstrip().splitlines()[-2:]]
+    if len(tail) == 2 and _PYTEST_BANNER.match(tail[0]):
+        # "!!! Interrupted: 1 error during collection !!!" right before the summary: 2; another
+        # banner (the debugger quit, -x stopping) leaves the status to what stopped it
+        return 2 if "Interrupted: " in tail[0] and "error" in tail[0] else None
+    if counts.get("error") and _PYTEST_COLLECT_ERROR.search(output):
+        return None  # a file that failed to import: 1, 2 or 4 (a node id it no longer finds)
     if counts.get("failed") or counts.get("error"):
         return 1
     if counts.get("passed") or counts.get("skipped") or counts.get("xfailed") or counts.get("xpassed"):
@@ -672,17 +698,21 @@ def _troubled(output: str) -> bool:
     return "X" in output and "X" in output.split()
 
 
-def python_script_quiet(command: str, output: str) -> int | None:
+def python_script_quiet(command: str, output: str, files: RunFiles | None = None) -> int | None:
     """0 when the final decider is a python script and the output (possibly empty) is clean and
     free of every word a failing or bug-reproducing script prints (errors, failures, "issue",
     "expected", "not", "False", crosses, a linter's report...). A measured rule, not a proof: a
     script may exit non-zero silently; its output then shows no sign of trouble at all, which
-    the bench finds rare. (An uncaught exception always prints a traceback.)"""
+    the bench finds rare. (An uncaught exception always prints a traceback.) Where the run showed
+    the script's text and it calls an exit, it abstains."""
     shape = _shape(command)
     if shape is None or not _python_script(shape.final) or _inline_code(shape) is not None:
         return None  # code the command shows is python_inline's to judge: it may call exit()
     if _troubled(output) or not _prefix_ok(shape, output) or not _clean(output):
         return None
+    known = _known_script(command, shape, files or RunFiles())
+    if known is not None and _SCRIPT_EXITS.search(known[1]):
+        return None  # the run showed its text, and it may exit non-zero quietly
     return 0
 
 
@@ -710,6 +740,146 @@ def sympy_test_summary(command: str, output: str) -> int | None:
     return 1 if re.search(r"\d+ (?:failed|exceptions?)", m.group(1)) else 0
 
 
+# ---------------------------------------------------------------------------------------- known scripts
+
+# what can end a script with a status other than 0 or 1 with no traceback, or stop it otherwise:
+# exit calls, signals, another program in its place, CLI entry points that call sys.exit
+# (``unittest.main``, ``main()``, pylint's ``Run``, argparse, Django's command line, setup())
+_SCRIPT_EXITS = re.compile(
+    r"exit|quit|abort|SystemExit|excepthook|kill|signal|\.main\b|import[^\n]*\bmain\b|\bRun\(|parse_args"
+    r"|execute_from_command_line|\bexec\(|os\.exec|runpy|run_path|faulthandler|ctypes|unittest|(?<![.\w])setup\(|_thread|os\.fork|sys\.settrace"
+    r"|sys\.argv|run_pylint|\bcli\b|click|typer|command_line|build_main"
+)
+# what could print an exception's traceback other than the interpreter's hook, or run other code
+_SCRIPT_PRINTS_TRACEBACKS = re.compile(
+    r"traceback|logging|logger|exc_info|print_exception|__traceback__|Thread|thread|multiprocessing"
+    r"|subprocess|os\.system|popen|pytest|doctest|interact|pdb|warn"
+)
+_HIDDEN_END = (
+    "Fatal Python error",
+    "Segmentation fault",
+    "core dumped",
+    "Killed",
+    "Aborted",
+    "truncated due to length",
+)
+_SYNTAX_LINE = re.compile(r"^(?:SyntaxError|IndentationError|TabError)\b", re.M)
+
+
+def _known_script(command: str, shape: Shape, files: RunFiles) -> tuple[str, str] | None:
+    """``(script word, text)`` when the final decider runs a script (``python [opts] path.py
+    [args]``) whose whole text the run wrote or displayed before (or this command's own heredoc
+    wrote), its output not redirected and its errors kept; else None. A ``cd DIR`` that starts the
+    command gives relative paths their base; after any other ``cd``, a relative script is unknown."""
+    seg = shape.final
+    if not _python_script(seg) or seg.heredoc or "-c" in seg.argv or shape.piped:
+        return None
+    if (
+        _stdout_redirected(seg)
+        or _stderr_dropped(seg)
+        or any(a.startswith("2>") and a != "2>&1" for a in seg.argv)
+    ):
+        return None
+    words = seg.argv[1:]
+    script = next((w for w in words if not w.startswith("-")), "")
+    if not script.endswith(".py") or any(
+        w.startswith("-") and w not in ("-u", "-B") for w in words[: words.index(script)]
+    ):
+        return None  # -i (stays), -W error, -X options change how it ends
+    cwd = command_cwd(command)
+    if cwd is None and not script.startswith("/"):
+        return None  # a cd may have moved the shell: which file runs is not known
+    written = _inline_code(
+        shape
+    )  # a heredoc of this command wrote it: `cat <<'EOF' > x.py ... EOF; python x.py`
+    text = written if written is not None else files.script(script, cwd or TESTBED)
+    return None if text is None else (script, text)
+
+
+@lru_cache(maxsize=256)
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def python_script_known_clean(command: str, output: str, files: RunFiles) -> int | None:
+    """0 when the final decider runs a script whose text the run wrote or displayed earlier, that
+    text parses and calls no exit (no ``exit``, ``quit``, ``SystemExit``, signals, CLI entry
+    points...), and the output holds no traceback, no syntax error, no crash and no shell error:
+    such a script ends with 0 unless an exception escapes it, and an escaping exception prints
+    its traceback (stderr is kept)."""
+    if _TRACEBACK in output or _SYNTAX_LINE.search(output) or any(k in output for k in _HIDDEN_END):
+        return None
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output) or not _clean(output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or not _parses(known[1]) or _SCRIPT_EXITS.search(known[1]):
+        return None
+    return 0
+
+
+def python_script_known_traceback(command: str, output: str, files: RunFiles) -> int | None:
+    """1 when the final decider runs a script whose text the run wrote or displayed earlier, that
+    text prints no traceback itself and runs nothing that could (no ``traceback``, ``logging``,
+    threads, subprocesses, ``warnings``), calls no exit, and the output holds a traceback whose
+    first frame is the script's module level: only the interpreter prints that, for an exception
+    that escaped the script, and then python exits 1 (SystemExit, KeyboardInterrupt excluded)."""
+    if _TRACEBACK not in output or any(k in output for k in _HIDDEN_END) or _ELIDED in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or _SCRIPT_EXITS.search(known[1]) or _SCRIPT_PRINTS_TRACEBACKS.search(known[1]):
+        return None
+    name = posixpath.basename(known[0])
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() != _TRACEBACK:
+            continue
+        frame = _FRAME.match(lines[i + 1])
+        if frame is None or posixpath.basename(frame.group(1)) != name or frame.group(2) != "<module>":
+            continue
+        exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+        if _EXC_LINE.match(exc) and not exc.startswith(_NOT_EXIT_1):
+            return 1
+    return None
+
+
+_FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$')
+
+
+def python_syntax_error(command: str, output: str) -> int | None:
+    """1 when the final decider runs a script and the output is python's report that the script
+    itself does not compile: its first line the script's ``File "x.py", line N`` (no traceback:
+    nothing ran), a ``SyntaxError`` / ``IndentationError`` line after it."""
+    if "Error" not in output or _TRACEBACK in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _python_script(shape.final) or shape.final.heredoc or "-c" in shape.final.argv:
+        return None
+    words = shape.final.argv[1:]
+    script = next((w for w in words if not w.startswith("-")), "")
+    lines = [ln for ln in output.strip("\n").splitlines() if ln.strip()]
+    m = _FRAME_NO_FUNC.match(lines[0]) if lines else None
+    if (
+        not script.endswith(".py")
+        or m is None
+        or posixpath.basename(m.group(1)) != posixpath.basename(script)
+    ):
+        return None
+    if not _SYNTAX_LINE.match(lines[-1]) or len(lines) > 6 or not _prefix_ok(shape, output):
+        return None
+    return 1
+
+
+_FRAME_NO_FUNC = re.compile(r'^  File "([^"]+)", line \d+$')
+
+
 RULES: tuple[Rule, ...] = (
     Rule("cannot_run", cannot_run),
     Rule("python_traceback", python_traceback),
@@ -721,8 +891,11 @@ RULES: tuple[Rule, ...] = (
     Rule("or_fallback", or_fallback),
     Rule("sympy_test_summary", sympy_test_summary),
     Rule("python_inline", python_inline),
-    Rule("python_script_quiet", python_script_quiet),
+    Rule("python_script_known_clean", python_script_known_clean, uses_files=True),
+    Rule("python_script_known_traceback", python_script_known_traceback, uses_files=True),
+    Rule("python_script_quiet", python_script_quiet, uses_files=True),
     Rule("python_clean_output", python_clean_output),
+    Rule("python_syntax_error", python_syntax_error),
 )
 
 
@@ -747,18 +920,21 @@ class Measured:
 
 # BEGIN MEASURED (written by `bench/rc_rules.py --write-table`: precision, n, groups, min group precision)
 MEASURED: dict[str, Measured] = {
-    "cannot_run": Measured(1.0000, 29, 0, 1.0000),
-    "python_traceback": Measured(0.8214, 487, 2, 0.7848),
-    "pytest_summary": Measured(1.0000, 375, 2, 1.0000),
-    "unittest_summary": Measured(1.0000, 468, 2, 1.0000),
-    "grep_no_match": Measured(1.0000, 253, 2, 1.0000),
-    "grep_match": Measured(1.0000, 2108, 2, 1.0000),
-    "loud_success": Measured(1.0000, 6037, 3, 1.0000),
-    "or_fallback": Measured(1.0000, 11, 0, 1.0000),
-    "sympy_test_summary": Measured(1.0000, 85, 1, 1.0000),
-    "python_inline": Measured(1.0000, 262, 2, 1.0000),
-    "python_script_quiet": Measured(1.0000, 694, 2, 1.0000),
-    "python_clean_output": Measured(0.9872, 1880, 2, 0.9649),
+    "cannot_run": Measured(1.0000, 57, 1, 1.0000),
+    "python_traceback": Measured(0.8201, 728, 2, 0.7896),
+    "pytest_summary": Measured(1.0000, 541, 2, 1.0000),
+    "unittest_summary": Measured(0.9985, 668, 2, 0.9965),
+    "grep_no_match": Measured(1.0000, 386, 2, 1.0000),
+    "grep_match": Measured(1.0000, 3316, 2, 1.0000),
+    "loud_success": Measured(1.0000, 10118, 3, 1.0000),
+    "or_fallback": Measured(1.0000, 13, 0, 1.0000),
+    "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
+    "python_inline": Measured(1.0000, 532, 2, 1.0000),
+    "python_script_known_clean": Measured(1.0000, 2413, 2, 1.0000),
+    "python_script_known_traceback": Measured(1.0000, 264, 2, 1.0000),
+    "python_script_quiet": Measured(1.0000, 954, 2, 1.0000),
+    "python_clean_output": Measured(0.9906, 2980, 2, 0.9690),
+    "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
 }
 # END MEASURED
 
@@ -767,10 +943,12 @@ ENABLED: frozenset[str] = frozenset(name for name, m in MEASURED.items() if m.pa
 _ACTIVE: tuple[Rule, ...] = tuple(r for r in RULES if r.name in ENABLED)
 
 
-def infer_returncode(command: str, output: str) -> tuple[int, str] | None:
-    """``(code, rule name)`` from the first enabled rule that decides, else None (unknown)."""
+def infer_returncode(command: str, output: str, files: RunFiles | None = None) -> tuple[int, str] | None:
+    """``(code, rule name)`` from the first enabled rule that decides, else None (unknown).
+    ``files``: what the run wrote or displayed before this turn (:class:`RunFiles`, fed each turn
+    in order); without it, the rules that read files abstain."""
     for rule in _ACTIVE:
-        code = rule.decide(command, output)
+        code = rule(command, output, files)
         if code is not None:
             return code, rule.name
     return None
