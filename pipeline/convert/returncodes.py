@@ -342,9 +342,26 @@ def loud_success(command: str, output: str) -> int | None:
     shape = _shape(command)
     if shape is None or _loud_class(shape.final) is None:
         return None
-    if not _prefix_ok(shape, output) or not _loud_ok(shape.final, output) or not _clean(output):
+    if not _prefix_ok(shape, output) or not _loud_ok(shape.final, output):
+        return None
+    if not _clean(output) and not _one_file_elided(shape, output):
         return None
     return 0
+
+
+def _one_file_elided(shape: Shape, output: str) -> bool:
+    """``cat FILE`` / ``nl FILE`` alone, its long output cut in the middle by mini-swe-agent and
+    no shell error in what is shown: cat fails only when it cannot open or read its one file,
+    and then it prints a message and nothing long, so an output long enough to be cut is the file."""
+    if _ELIDED not in output or len(shape.segments) != 1 or prog(shape.final) not in ("cat", "nl"):
+        return False
+    operands = [a for a in shape.final.argv[1:] if not a.startswith("-")]
+    if len(operands) != 1 or any(
+        not re.fullmatch(r"-[nAbsvET]+", a) for a in shape.final.argv[1:] if a.startswith("-")
+    ):
+        return False
+    shown = output.replace(_ELIDED, "")
+    return not any(k in shown for k in _SHELL_KEYS) or _SHELL_ERROR.search(shown) is None
 
 
 _NOT_FOUND = re.compile(r"^(?:\S+: )?(?:line \d+: |\d+: )?(\S+): (?:command )?not found$")
@@ -877,6 +894,45 @@ def python_syntax_error(command: str, output: str) -> int | None:
     return 1
 
 
+_RUNPY_FRAME = re.compile(r'^  File "(?:[^"]*/runpy\.py|<frozen runpy>)", line \d+, in _run_module_as_main$')
+_RUNNERS = frozenset({"pytest", "py.test", "unittest", "nose", "tox", "doctest"})
+
+
+def python_module_failed(command: str, output: str) -> int | None:
+    """1 when the final decider is ``python -m MODULE`` (not a test runner) and the output shows
+    the module failed as a whole: python's "python: No module named MODULE" as its last line, or a
+    traceback whose first frame is runpy's ``_run_module_as_main`` (only the interpreter prints
+    that frame first: it is the outermost one, so the exception escaped the module)."""
+    if "No module named" not in output and "_run_module_as_main" not in output:
+        return None
+    shape = _shape(command)
+    if shape is None or shape.piped or not _is_python(shape.final) or not _prefix_ok(shape, output):
+        return None
+    seg = shape.final
+    words = seg.argv[1:]
+    if (
+        "-m" not in words
+        or words.index("-m") + 1 >= len(words)
+        or _stderr_dropped(seg)
+        or _stdout_redirected(seg)
+    ):
+        return None
+    module = words[words.index("-m") + 1]
+    if module.split(".")[0] in _RUNNERS:
+        if re.fullmatch(r"(?:\S*/)?python[\d.]*: No module named " + re.escape(module), _last_line(output)):
+            return 1
+        return None
+    if re.fullmatch(r"(?:\S*/)?python[\d.]*: No module named " + re.escape(module), _last_line(output)):
+        return 1
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == _TRACEBACK and _RUNPY_FRAME.match(lines[i + 1]):
+            exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+            if _EXC_LINE.match(exc) and not exc.startswith(_NOT_EXIT_1):
+                return 1
+    return None
+
+
 _FRAME_NO_FUNC = re.compile(r'^  File "([^"]+)", line \d+$')
 
 
@@ -896,6 +952,7 @@ RULES: tuple[Rule, ...] = (
     Rule("python_script_quiet", python_script_quiet, uses_files=True),
     Rule("python_clean_output", python_clean_output),
     Rule("python_syntax_error", python_syntax_error),
+    Rule("python_module_failed", python_module_failed),
 )
 
 
@@ -926,7 +983,7 @@ MEASURED: dict[str, Measured] = {
     "unittest_summary": Measured(0.9985, 668, 2, 0.9965),
     "grep_no_match": Measured(1.0000, 386, 2, 1.0000),
     "grep_match": Measured(1.0000, 3316, 2, 1.0000),
-    "loud_success": Measured(1.0000, 10118, 3, 1.0000),
+    "loud_success": Measured(1.0000, 10377, 3, 1.0000),
     "or_fallback": Measured(1.0000, 13, 0, 1.0000),
     "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
     "python_inline": Measured(1.0000, 532, 2, 1.0000),
@@ -935,6 +992,7 @@ MEASURED: dict[str, Measured] = {
     "python_script_quiet": Measured(1.0000, 954, 2, 1.0000),
     "python_clean_output": Measured(0.9906, 2980, 2, 0.9690),
     "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
+    "python_module_failed": Measured(1.0000, 212, 2, 1.0000),
 }
 # END MEASURED
 
