@@ -439,7 +439,7 @@ class RunFiles(Files):
         if read_only(command, segs):
             return
         writes = self._heredoc_writes(command, output, segs)
-        self._forget(segs)
+        self._forget(command, segs, writes)
         for path, text in writes.items():
             if text is None:
                 self.known.pop(path, None)
@@ -485,8 +485,10 @@ class RunFiles(Files):
         for path in [p for p in self.known if posixpath.basename(p) in text]:
             del self.known[path]
 
-    def _forget(self, segs: list[Segment]) -> None:
-        """Forget what the command's simple commands may have written (see the class doc)."""
+    def _forget(self, command: str, segs: list[Segment], writes: dict[str, str | None]) -> None:
+        """Forget what the command's simple commands may have written (see the class doc);
+        ``writes``: what its heredocs wrote (a script it writes and then runs is known)."""
+        cwd = command_cwd(command)
         for seg in segs:
             if not self.known:
                 return
@@ -494,19 +496,42 @@ class RunFiles(Files):
             words = seg.argv[1:]
             if _is_python_prog(name) and not seg.heredoc and "-c" not in words and "-m" not in words:
                 script = next((w for w in words if not w.startswith("-")), "")
-                text = self.text(_abs_in(TESTBED, script)) if script.endswith(".py") else None
-                if text is None:
+                if not script:
+                    continue  # python --version: no program runs
+                path = _abs_in(cwd or TESTBED, script)
+                text = writes.get(path) if path in writes else self.text(path)
+                if text is None or (cwd is None and not script.startswith("/")):
                     self.known.clear()  # a script not known may write any file
                     return
                 self._forget_named(text + " ".join(w for w in words if w != script))
                 continue
-            self._forget_named(seg.text + "\n" + seg.heredoc)
+            if name in _TEST_RUNNERS or (_is_python_prog(name) and "-m" in words):
+                # a test runner or a module: it does not write the files it is given; its redirections may
+                self._forget_named(" ".join(a for a in words if a.startswith((">", "1>", "2>", "&>"))))
+                self._forget_named(
+                    " ".join(b for a, b in zip(words, words[1:]) if a in (">", ">>", "2>", "&>"))
+                )
+                continue
+            if name == "cp" and len(words) >= 2:
+                dest = words[-1]
+                self._forget_named(dest if "." in posixpath.basename(dest) else " ".join(words))
+                continue
+            # a heredoc fed to cat or tee is the text written, not code: its words name nothing
+            self._forget_named(seg.text + ("" if name in ("cat", "tee") else "\n" + seg.heredoc))
             if name == "git" and words and words[0] not in _GIT_READ | _GIT_WRITES_NAMED:
-                self.known.clear()  # checkout, stash, reset, apply, clean: any tracked file
+                paths = [w for w in words[1:] if not w.startswith("-")]
+                if (
+                    words[0] == "checkout"
+                    and paths
+                    and all("/" in w or "." in w for w in paths)
+                    and "." not in paths
+                ):
+                    continue  # git checkout FILE...: those files only (forgotten by name above)
+                self.known.clear()  # a branch, stash, reset, apply, clean: any tracked file
                 return
-            if not name or name in _NAMED_WRITERS or name in _READ_ONLY or name in _TEST_RUNNERS:
+            if not name or name in _NAMED_WRITERS or name in _READ_ONLY:
                 continue
             if _is_python_prog(name) or name in _QUIET_TOOLS:
-                continue  # inline code (its names forgotten above) or a tool: pytest, pip, unittest
+                continue  # inline code (its names forgotten above) or a tool: pip, which
             self.known.clear()  # it may write any file
             return
