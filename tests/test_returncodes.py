@@ -324,6 +324,30 @@ def test_run_files_forget_what_a_command_may_have_written(command: str) -> None:
     assert _run((WRITE, "", 0), (command, "", None)).script("repro.py") is None
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m pytest tests/test_repro.py -x",  # a test runner does not write the files it is given
+        "pytest repro.py",
+        "python3 --version",
+        "cp repro.py repro.py.bak",  # cp writes its destination only
+        "git checkout src/module.py",  # a named file, not the whole tree
+        "cat <<'EOF' > notes.md\nrun repro.py again\nEOF",  # a heredoc written is text, not code
+        "python repro.py",  # the script is known: it writes only what its text names
+        "ls; grep -rn hello .",
+    ],
+)
+def test_run_files_keep_what_a_command_cannot_have_written(command: str) -> None:
+    assert _run((WRITE, "", 0), (command, "", None)).script("repro.py") == "print('hello')\n"
+
+
+def test_run_files_know_a_script_this_command_writes_before_running_it() -> None:
+    files = _run((WRITE, "", 0))
+    other = "cat <<'EOF' > other.py\nprint(2)\nEOF\npython other.py"
+    assert _run((WRITE, "", 0), (other, "2\n", 0)).script("repro.py") == "print('hello')\n"
+    assert rc.python_script_known_clean(other, "2\n", files) == 0
+
+
 def test_run_files_learn_a_whole_display_only_when_it_succeeded() -> None:
     assert _run(("cat repro.py", "print(1)\n", 0)).script("repro.py") == "print(1)\n"
     assert _run(("cat repro.py", "cat: repro.py: No such file or directory\n", 1)).script("repro.py") is None
@@ -345,4 +369,34 @@ def test_known_script_rules_on_their_shapes() -> None:
     tb = 'hello\nTraceback (most recent call last):\n  File "/testbed/repro.py", line 1, in <module>\nValueError: x\n'
     assert rc.python_script_known_traceback("python repro.py", tb, files) == 1
     exits = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(1)\nEOF", "", 0))
-    assert infer_returncode("python repro.py", "", exits) is None
+    assert infer_returncode("python repro.py", "", exits) is None  # python_script_quiet abstains too
+    usage = (
+        "usage: manage.py cheeses create [-h] name\nmanage.py cheeses create: error: the following arguments"
+    )
+    assert rc.python_script_known_clean("python repro.py", usage, files) is None  # a library's exit 2
+    printed = _run(
+        (
+            "cat <<'EOF' > repro.py\nimport traceback\ntry:\n    f()\nexcept Exception:\n    traceback.print_exc()\nEOF",
+            "",
+            0,
+        )
+    )
+    assert rc.python_script_known_traceback("python repro.py", tb, printed) is None  # print_exc: exit 0
+
+
+EXITING = (
+    "cat <<'EOF' > repro.py\nimport sys\nif bad():\n    print(\"BUG REPRODUCED\")\n    sys.exit(1)\n"
+    'print("fixed")\nsys.exit(0)\nEOF'
+)
+
+
+def test_an_exit_after_a_print_the_output_lacks_did_not_run() -> None:
+    """``print("BUG REPRODUCED"); sys.exit(1)``: had the exit run, its line would show (stdout is
+    flushed at exit); an output without it ended with 0, one with it is unknown."""
+    files = _run((EXITING, "", 0))
+    assert rc.python_script_known_clean("python repro.py", "fixed\n", files) == 0
+    assert rc.python_script_known_clean("python repro.py", "BUG REPRODUCED\n", files) is None
+    moved = _run((EXITING.replace("import sys", "import sys\nsys.stdout = open('log', 'w')"), "", 0))
+    assert rc.python_script_known_clean("python repro.py", "", moved) is None  # its prints go elsewhere
+    computed = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(0 if ok() else 1)\nEOF", "", 0))
+    assert rc.python_script_known_clean("python repro.py", "", computed) is None

@@ -861,6 +861,89 @@ def _known_script(command: str, shape: Shape, files: RunFiles) -> tuple[str, str
     return None if text is None else (script, text)
 
 
+_EXIT_NAMES = frozenset({"exit", "quit", "_exit"})
+_STDOUT_MOVED = re.compile(r"redirect_stdout|sys\.stdout\s*=|sys\.__stdout__|\bdup2\b|capture")
+
+
+def _exit_call(stmt: ast.stmt) -> ast.expr | None:
+    """The exit a statement is, if it is one: ``sys.exit(X)`` / ``exit(X)`` / ``quit(X)`` /
+    ``os._exit(X)`` as a statement, or ``raise SystemExit(X)``; its argument expression (a
+    ``Constant(None)`` when it has none)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else stmt.exc if isinstance(stmt, ast.Raise) else None
+    if isinstance(stmt, ast.Raise) and isinstance(call, ast.Name) and call.id == "SystemExit":
+        return ast.Constant(None)
+    if not isinstance(call, ast.Call) or call.keywords or len(call.args) > 1:
+        return None
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    if (name in _EXIT_NAMES and isinstance(stmt, ast.Expr)) or (
+        name == "SystemExit" and isinstance(stmt, ast.Raise)
+    ):
+        return call.args[0] if call.args else ast.Constant(None)
+    return None
+
+
+def _printed_before(body: list[ast.stmt], i: int) -> str | None:
+    """The constant text ``print("...")`` prints, when it is the statement right before ``body[i]``."""
+    if (
+        i == 0
+        or not isinstance(prev := body[i - 1], ast.Expr)
+        or not isinstance(call := prev.value, ast.Call)
+    ):
+        return None
+    if (
+        not (isinstance(call.func, ast.Name) and call.func.id == "print")
+        or call.keywords
+        or len(call.args) != 1
+    ):
+        return None
+    arg = call.args[0]
+    return (
+        arg.value.strip()
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.strip()
+        else None
+    )
+
+
+@lru_cache(maxsize=256)
+def _without_exits(text: str, output: str) -> str:
+    """The script's text with the exit calls cut out that cannot have ended this run with a
+    status other than 0: an exit of 0 (``sys.exit(0)``, ``sys.exit()``), and an exit right after
+    a ``print("constant")`` whose text the output does not hold (had it run, that line would
+    show: stdout is flushed at exit). Any other exit call, or one not a statement of its own,
+    and the text is kept whole (the caller then abstains)."""
+    if "exit" not in text and "quit" not in text and "SystemExit" not in text:
+        return text
+    if _STDOUT_MOVED.search(text):
+        return text  # its prints may not reach the output
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    cut: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field_name, None)
+            if not isinstance(body, list):
+                continue
+            for i, stmt in enumerate(body):
+                if not isinstance(stmt, ast.stmt) or (arg := _exit_call(stmt)) is None:
+                    continue
+                zero = isinstance(arg, ast.Constant) and arg.value in (0, None)
+                shown = _printed_before(body, i)
+                if zero or (shown is not None and shown not in output):
+                    cut.append(stmt)
+                else:
+                    return text
+    lines = text.split("\n")
+    for stmt in sorted(cut, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        if stmt.lineno != stmt.end_lineno:
+            return text
+        line = lines[stmt.lineno - 1]
+        lines[stmt.lineno - 1] = line[: stmt.col_offset] + "pass" + line[stmt.end_col_offset or 0 :]
+    return "\n".join(lines)
+
+
 @lru_cache(maxsize=256)
 def _parses(text: str) -> bool:
     try:
@@ -873,7 +956,8 @@ def _parses(text: str) -> bool:
 def python_script_known_clean(command: str, output: str, files: RunFiles) -> int | None:
     """0 when the final decider runs a script whose text the run wrote or displayed earlier, that
     text parses and calls no exit (no ``exit``, ``quit``, ``SystemExit``, signals, CLI entry
-    points...), and the output holds no traceback, no syntax error, no crash and no shell error:
+    points...; allowed: an exit of 0, and an exit right after a constant ``print`` the output does
+    not show, which did not run: ``_without_exits``), and the output holds no traceback, no syntax error, no crash and no shell error:
     such a script ends with 0 unless an exception escapes it, and an escaping exception prints
     its traceback (stderr is kept)."""
     if _TRACEBACK in output or _SYNTAX_LINE.search(output) or any(k in output for k in _HIDDEN_END):
@@ -884,7 +968,9 @@ def python_script_known_clean(command: str, output: str, files: RunFiles) -> int
     if shape is None or not _prefix_ok(shape, output) or not _clean(output):
         return None
     known = _known_script(command, shape, files)
-    if known is None or not _parses(known[1]) or _SCRIPT_EXITS.search(known[1]):
+    if known is None or not _parses(known[1]):
+        return None
+    if _SCRIPT_EXITS.search(_without_exits(known[1], output)):
         return None
     return 0
 
@@ -1041,7 +1127,7 @@ MEASURED: dict[str, Measured] = {
     "or_fallback": Measured(1.0000, 13, 0, 1.0000),
     "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
     "python_inline": Measured(1.0000, 532, 2, 1.0000),
-    "python_script_known_clean": Measured(1.0000, 2557, 2, 1.0000),
+    "python_script_known_clean": Measured(1.0000, 2664, 2, 1.0000),
     "python_script_known_traceback": Measured(1.0000, 274, 2, 1.0000),
     "python_script_quiet": Measured(1.0000, 950, 2, 1.0000),
     "python_clean_output": Measured(0.9906, 2980, 2, 0.9690),

@@ -26,6 +26,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from pipeline.shell import Segment, split_command
@@ -332,6 +333,18 @@ _QUIET_TOOLS = frozenset({"pip", "pip3", "which", "env", "export", "sleep", "wai
 _GIT_WRITES_NAMED = frozenset({"add", "rm", "mv", "commit", "diff", "status", "log", "show"})
 
 
+def _names(text: str, name: str) -> bool:
+    """The text names the file ``name`` as a word of its own (``x.py``, ``'a/x.py'``, not ``x.py.bak``)."""
+    at = text.find(name)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + len(name)] if at + len(name) < len(text) else " "
+        if not (before.isalnum() or before in "_.-") and not (after.isalnum() or after in "_.-"):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
 def _write_error(output: str, name: str) -> bool:
     """An error about writing the file named ``name`` (a missing directory, no permission)."""
     return any(
@@ -482,7 +495,7 @@ class RunFiles(Files):
 
     def _forget_named(self, text: str) -> None:
         """Forget every known file whose name the text holds."""
-        for path in [p for p in self.known if posixpath.basename(p) in text]:
+        for path in [p for p in self.known if _names(text, posixpath.basename(p))]:
             del self.known[path]
 
     def _forget(self, command: str, segs: list[Segment], writes: dict[str, str | None]) -> None:
@@ -508,9 +521,7 @@ class RunFiles(Files):
             if name in _TEST_RUNNERS or (_is_python_prog(name) and "-m" in words):
                 # a test runner or a module: it does not write the files it is given; its redirections may
                 self._forget_named(" ".join(a for a in words if a.startswith((">", "1>", "2>", "&>"))))
-                self._forget_named(
-                    " ".join(b for a, b in zip(words, words[1:]) if a in (">", ">>", "2>", "&>"))
-                )
+                self._forget_named(" ".join(b for a, b in pairwise(words) if a in (">", ">>", "2>", "&>")))
                 continue
             if name == "cp" and len(words) >= 2:
                 dest = words[-1]
