@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pipeline.convert import _is_submit_command
 from pipeline.convert import returncodes as rcmod
 from pipeline.convert.roots import RootRewriter
+from pipeline.convert.runfiles import RunFiles
 from pipeline.convert.tools import ToolState, convert_call, peel_wrappers, split_exit_marker
 from pipeline.core.episode import Bash, PipelineDrop, RawRun, ToolCall
 from pipeline.parsers import parse_raw
@@ -254,11 +255,12 @@ class Sample:
     returncode: int | None  # None: the record holds none (SWE-agent)
     needs: bool = True  # convert would have no code for it (neither recorded nor proven by a converter)
     run: str = ""  # the run's source uid (a file may hold several runs)
+    code: int | None = None  # the code convert has before inference: recorded or a converter's proof
 
 
-def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
-    """(command, output, recorded code, needs inference) of each command turn, shaped as
-    ``convert_turns`` shapes them."""
+def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool, int | None]]:
+    """(command, output, recorded code, needs inference, code before inference) of each command
+    turn, in order, shaped as ``convert_turns`` shapes them."""
     try:
         ep = parse_raw(raw)
     except PipelineDrop:
@@ -274,7 +276,7 @@ def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
             out, marked = split_exit_marker(obs)
             rc = step.returncode if step.returncode is not None else marked
             if cmd and not _is_submit_command(cmd):
-                yield cmd, out, rc, rc is None
+                yield cmd, out, rc, rc is None, rc
         elif isinstance(step.call, ToolCall):
             args = roots.deep(step.call.args)
             assert isinstance(args, dict)
@@ -287,7 +289,14 @@ def turns(raw: RawRun) -> Iterator[tuple[str, str, int | None, bool]]:
                 # the record's own code (or the exit marker convert_call split) is a sample's truth
                 recorded = step.returncode is not None or split_exit_marker(obs)[1] is not None
                 needs = action.returncode is None
-                yield action.command.strip(), action.output, action.returncode if recorded else None, needs
+                command = action.command.strip()
+                yield (
+                    command,
+                    action.output,
+                    action.returncode if recorded else None,
+                    needs,
+                    action.returncode,
+                )
 
 
 def samples_of(row: dict[str, str], data: bytes, tmp: Path) -> Iterator[Sample]:
@@ -296,10 +305,18 @@ def samples_of(row: dict[str, str], data: bytes, tmp: Path) -> Iterator[Sample]:
     path.write_bytes(data)
     for raw in iter_trajectory_file(path, name=name):
         if isinstance(raw, RawRun):
-            for cmd, out, rc, needs in turns(raw):
+            for cmd, out, rc, needs, code in turns(raw):
                 source = f"{row['repo']}:{row['path']}"
                 yield Sample(
-                    row["group"], row["family"], source, cmd, out, rc, needs, f"{source}#{raw.source_uid}"
+                    row["group"],
+                    row["family"],
+                    source,
+                    cmd,
+                    out,
+                    rc,
+                    needs,
+                    f"{source}#{raw.source_uid}",
+                    code,
                 )
     path.unlink()
 
@@ -307,9 +324,25 @@ def samples_of(row: dict[str, str], data: bytes, tmp: Path) -> Iterator[Sample]:
 # ------------------------------------------------------------------------------------------ scoring
 
 
+def in_context(samples: list[Sample], hidden: bool = True) -> Iterator[tuple[Sample, RunFiles]]:
+    """Each sample with the files its run wrote or displayed before it (:class:`RunFiles`, fed
+    the run's turns in order as ``convert_turns`` feeds it). A turn is learned from with the code
+    convert would have for it with the record's codes hidden (``hidden``): a converter's proof,
+    else what the enabled rules infer, else unknown."""
+    files, run = RunFiles(), None
+    for s in samples:
+        if s.run != run:
+            files, run = RunFiles(), s.run
+        yield s, files
+        code = s.code if (not hidden or s.returncode is None or not s.needs) else None
+        if code is None:
+            got = rcmod.infer_returncode(s.command, s.output, files)
+            code = got[0] if got else None
+        files.learn(s.command, s.output, code)
+
+
 def score(samples: list[Sample]) -> dict[str, Any]:
     """Every rule on every recorded sample: decided / correct per rule, overall, per family, per group."""
-    recorded = [s for s in samples if s.returncode is not None]
     blank = lambda: {"decided": 0, "correct": 0, "samples": 0}  # noqa: E731
     table: dict[str, dict[str, Any]] = {
         r.name: {"all": blank(), "family": defaultdict(blank), "group": defaultdict(blank), "wrong": []}
@@ -318,13 +351,15 @@ def score(samples: list[Sample]) -> dict[str, Any]:
     totals: Counter[str] = Counter()
     by_class: dict[str, Counter[str]] = defaultdict(Counter)
     conflicts: list[dict[str, Any]] = []
-    for s in recorded:
+    for s, files in in_context(samples):
+        if s.returncode is None:
+            continue
         totals["all"] += 1
         totals[f"family:{s.family}"] += 1
         totals[f"group:{s.group}"] += 1
         answers: dict[str, int] = {}
         for r in rcmod.RULES:
-            got = r.decide(s.command, s.output)
+            got = r(s.command, s.output, files)
             if got is None:
                 continue
             answers[r.name] = got
@@ -368,6 +403,23 @@ def score(samples: list[Sample]) -> dict[str, Any]:
         "loud_success_by_class": {k: dict(v) for k, v in sorted(by_class.items())},
         "conflicts": conflicts,
     }
+
+
+def command_shape(command: str) -> str:
+    """A command's shape for the undecided list: its simple commands' programs and first
+    subcommand or option, with the operators between them (``cd && python X.py``)."""
+    shape = rcmod._shape(command)
+    if shape is None:
+        return "?"
+    parts: list[str] = []
+    for seg in shape.segments:
+        word = rcmod.prog(seg)
+        rest = [a for a in seg.argv[1:] if not a.startswith(("<<", ">", "2>"))][:1]
+        if rest:
+            a = rest[0]
+            word += " X.py" if a.endswith(".py") else (" " + a if a.startswith("-") or a.isalpha() else " X")
+        parts.append(word + (f" {seg.op}" if seg.op and seg.op != "\n" else (" ;" if seg.op else "")))
+    return " ".join(parts)[:80]
 
 
 def _final_program(command: str) -> str:
@@ -415,36 +467,48 @@ def coverage(samples: list[Sample], enabled: set[str]) -> dict[str, Any]:
     with and without codes."""
     active = [r for r in rcmod.RULES if r.name in enabled]
 
-    def infer(cmd: str, out: str) -> tuple[int, str] | None:
+    def infer(cmd: str, out: str, files: RunFiles | None) -> tuple[int, str] | None:
         for r in active:
-            code = r.decide(cmd, out)
+            code = r(cmd, out, files)
             if code is not None:
                 return code, r.name
         return None
 
     out: dict[str, Any] = {}
+    # families that record codes: every command turn (as if its code were hidden); others: the
+    # turns convert has no code for (a converter's proven code needs no inference)
+    got_of: dict[int, tuple[tuple[int, str] | None, tuple[int, str] | None]] = {}
+    for s, files in in_context(samples):
+        if s.returncode is not None or s.needs:
+            got_of[id(s)] = (infer(s.command, s.output, None), infer(s.command, s.output, files))
     fams = sorted({s.family for s in samples})
     for fam in fams:
-        # families that record codes: every command turn (as if its code were hidden); others: the
-        # turns convert has no code for (a converter's proven code needs no inference)
-        rows = [s for s in samples if s.family == fam and (s.returncode is not None or s.needs)]
+        rows = [s for s in samples if id(s) in got_of and s.family == fam]
         by_rule: Counter[str] = Counter()
-        decided = correct = 0
+        decided = correct = decided_alone = 0
+        undecided: Counter[str] = Counter()
+        shapes: Counter[str] = Counter()
+        runs: dict[str, bool] = {}
+        runs_alone: dict[str, bool] = {}
         for s in rows:
-            got = infer(s.command, s.output)
+            alone, got = got_of[id(s)]
+            decided_alone += alone is not None
+            runs_alone[s.run] = runs_alone.get(s.run, True) and alone is not None
+            runs[s.run] = runs.get(s.run, True) and got is not None
             if got is None:
+                undecided[_final_program(s.command)] += 1
+                shapes[command_shape(s.command)] += 1
                 continue
             decided += 1
             by_rule[got[1]] += 1
             correct += s.returncode is not None and got[0] == s.returncode
         has = sum(1 for s in rows if s.returncode is not None)
-        undecided = Counter(_final_program(s.command) for s in rows if infer(s.command, s.output) is None)
-        runs: dict[str, bool] = {}
-        for s in rows:
-            runs[s.run] = runs.get(s.run, True) and infer(s.command, s.output) is not None
         out[fam] = {
             "runs": len(runs),
             "runs_all_decided": sum(runs.values()),
+            "runs_all_decided_without_files": sum(runs_alone.values()),
+            "decided_without_files": decided_alone,
+            "undecided_shapes": dict(shapes.most_common(25)),
             "turns": len(rows),
             "recorded": has,
             "decided": decided,
@@ -545,13 +609,13 @@ def write_report(result: dict[str, Any], argv: list[str]) -> None:
     ]
     lines += ["", "## `infer_returncode` (enabled rules, first that decides) per family", ""]
     lines += [
-        "| family | command turns | with a recorded code | decided | correct (of recorded) | coverage | runs | runs with every such turn decided |",
-        "|---|---|---|---|---|---|---|---|",
+        "| family | command turns | with a recorded code | decided | correct (of recorded) | coverage | decided without the run's files | runs | runs with every such turn decided | without the run's files |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for fam, c in cov.items():
         lines.append(
             f"| {fam} | {c['turns']} | {c['recorded']} | {c['decided']} | {c['correct_of_recorded']} | {pct(c['coverage'])}"
-            f" | {c['runs']} | {c['runs_all_decided']} |"
+            f" | {c['decided_without_files']} | {c['runs']} | {c['runs_all_decided']} | {c['runs_all_decided_without_files']} |"
         )
     lines += [
         "",
@@ -564,6 +628,9 @@ def write_report(result: dict[str, Any], argv: list[str]) -> None:
     lines += ["", "Undecided turns by final program (`?`: a shape the rules leave alone):", ""]
     for fam, c in cov.items():
         lines.append(f"- {fam}: " + ", ".join(f"`{k}` {v}" for k, v in c["undecided_by_program"].items()))
+    lines += ["", "Undecided turns by command shape (programs, first word, operators), top 25:", ""]
+    for fam, c in cov.items():
+        lines.append(f"- {fam}: " + ", ".join(f"`{k}` {v}" for k, v in c["undecided_shapes"].items()))
     lines += ["", NOTES]
     lines += ["", "## Wrong decisions (up to 8 per rule)", ""]
     for r in rcmod.RULES:

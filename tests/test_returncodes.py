@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from pipeline.convert import returncodes as rc
 from pipeline.convert.returncodes import infer_returncode
+from pipeline.convert.runfiles import RunFiles
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).resolve().parent / "fixtures" / "returncodes" / "cases.json").read_text()
@@ -27,12 +28,41 @@ def _id(case: dict[str, Any]) -> str:
     return f"{case['rule'] or 'unknown'}:{case['command'][:40]}"
 
 
+def _files(case: dict[str, Any]) -> RunFiles:
+    """The run's files as its earlier turns (``before``: the ones naming the script) left them."""
+    files = RunFiles()
+    for command, output, code in case.get("before", []):
+        files.learn(command, output, code)
+    return files
+
+
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_real_turn_gets_exactly_its_code(case: dict[str, Any]) -> None:
     expected = None if case["rule"] is None else (case["inferred"], case["rule"])
-    assert infer_returncode(case["command"], case["output"]) == expected
+    assert infer_returncode(case["command"], case["output"], _files(case)) == expected
+    if not case.get("before"):  # the two-argument call: nothing known but the command itself
+        assert infer_returncode(case["command"], case["output"]) == expected
     if expected is not None and case["recorded"] is not None:
         assert expected[0] == case["recorded"], "an inferred code is the recorded one"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.get("before") and c["rule"]], ids=_id)
+def test_a_script_written_in_an_earlier_turn_is_decided_only_with_the_runs_files(
+    case: dict[str, Any],
+) -> None:
+    assert infer_returncode(case["command"], case["output"]) is None
+
+
+def test_the_cases_hold_a_known_script_that_exits_itself() -> None:
+    """A script with ``sys.exit(1)`` in its known text that printed no traceback: unknown, and
+    the record says 1 (no output shows which exit ran)."""
+    neg = [c for c in CASES if c.get("before") and c["rule"] is None]
+    assert neg
+    for c in neg:
+        shape = rc._shape(c["command"])
+        assert shape is not None
+        known = rc._known_script(c["command"], shape, _files(c))
+        assert known is not None and "sys.exit(1)" in known[1] and c["recorded"] == 1
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["rules"]], ids=_id)
@@ -238,6 +268,135 @@ def test_any_text_gets_a_code_of_an_enabled_rule_or_none_and_no_rule_raises(
     command: str, output: str
 ) -> None:
     for rule in rc.RULES:
-        assert rule.decide(command, output) is None or isinstance(rule.decide(command, output), int)
+        got_rule = rule(command, output)
+        assert got_rule is None or isinstance(got_rule, int)
     got = infer_returncode(command, output)
     assert got is None or (isinstance(got[0], int) and got[1] in rc.ENABLED)
+
+
+# ---------------------------------------------------------------------------------------- RunFiles
+
+
+def _run(*turns: tuple[str, str, int | None]) -> RunFiles:
+    files = RunFiles()
+    for t in turns:
+        files.learn(*t)
+    return files
+
+
+WRITE = "cat <<'EOF' > repro.py\nprint('hello')\nEOF"
+
+
+def test_run_files_learn_a_heredoc_write_and_keep_it_across_runs_of_the_script() -> None:
+    files = _run(
+        (WRITE, "", 0), ("python repro.py", "hello\n", 0), ("python -m pytest tests", "1 passed in 0.1s", 0)
+    )
+    assert files.script("repro.py") == "print('hello')\n"
+    assert files.script("/testbed/repro.py") == "print('hello')\n"
+
+
+def test_run_files_learn_a_write_even_when_the_script_run_after_it_fails() -> None:
+    files = _run((WRITE + "\npython repro.py", "Traceback ...", 1))
+    assert files.script("repro.py") == "print('hello')\n"
+
+
+def test_run_files_append_to_a_known_file_and_resolve_cd() -> None:
+    files = _run(
+        ("cd /testbed/sub && cat > a.py <<'EOF'\nx = 1\nEOF", "", 0),
+        ("cat >> /testbed/sub/a.py <<'EOF'\nprint(x)\nEOF", "", 0),
+    )
+    assert files.script("sub/a.py") == "x = 1\nprint(x)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sed -i 's/hello/bye/' repro.py",
+        "echo 'print(2)' >> repro.py",
+        "git checkout .",
+        "make",
+        "python other.py",  # a script not known may write any file
+        "cat <<EOF > repro.py\nprint('$HOME')\nEOF",  # bash expands an unquoted body
+        "false && cat <<'EOF' > repro.py\nprint(3)\nEOF",  # the write may not have run
+    ],
+)
+def test_run_files_forget_what_a_command_may_have_written(command: str) -> None:
+    assert _run((WRITE, "", 0), (command, "", None)).script("repro.py") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m pytest tests/test_repro.py -x",  # a test runner does not write the files it is given
+        "pytest repro.py",
+        "python3 --version",
+        "cp repro.py repro.py.bak",  # cp writes its destination only
+        "git checkout src/module.py",  # a named file, not the whole tree
+        "cat <<'EOF' > notes.md\nrun repro.py again\nEOF",  # a heredoc written is text, not code
+        "python repro.py",  # the script is known: it writes only what its text names
+        "ls; grep -rn hello .",
+    ],
+)
+def test_run_files_keep_what_a_command_cannot_have_written(command: str) -> None:
+    assert _run((WRITE, "", 0), (command, "", None)).script("repro.py") == "print('hello')\n"
+
+
+def test_run_files_know_a_script_this_command_writes_before_running_it() -> None:
+    files = _run((WRITE, "", 0))
+    other = "cat <<'EOF' > other.py\nprint(2)\nEOF\npython other.py"
+    assert _run((WRITE, "", 0), (other, "2\n", 0)).script("repro.py") == "print('hello')\n"
+    assert rc.python_script_known_clean(other, "2\n", files) == 0
+
+
+def test_run_files_learn_a_whole_display_only_when_it_succeeded() -> None:
+    assert _run(("cat repro.py", "print(1)\n", 0)).script("repro.py") == "print(1)\n"
+    assert _run(("cat repro.py", "cat: repro.py: No such file or directory\n", 1)).script("repro.py") is None
+
+
+def test_known_script_rules_on_their_shapes() -> None:
+    files = _run((WRITE, "", 0))
+    assert infer_returncode("cd /testbed && python repro.py", "hello\n", files) == (
+        0,
+        "python_script_known_clean",
+    )
+    assert rc.python_script_known_clean("python repro.py > out.txt", "", files) is None  # output hidden
+    assert (
+        rc.python_script_known_clean("python repro.py 2>/dev/null", "hello\n", files) is None
+    )  # errors hidden
+    assert (
+        rc.python_script_known_clean("cd sub; python repro.py", "hello\n", files) is None
+    )  # which repro.py?
+    tb = 'hello\nTraceback (most recent call last):\n  File "/testbed/repro.py", line 1, in <module>\nValueError: x\n'
+    assert rc.python_script_known_traceback("python repro.py", tb, files) == 1
+    exits = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(1)\nEOF", "", 0))
+    assert infer_returncode("python repro.py", "", exits) is None  # python_script_quiet abstains too
+    usage = (
+        "usage: manage.py cheeses create [-h] name\nmanage.py cheeses create: error: the following arguments"
+    )
+    assert rc.python_script_known_clean("python repro.py", usage, files) is None  # a library's exit 2
+    printed = _run(
+        (
+            "cat <<'EOF' > repro.py\nimport traceback\ntry:\n    f()\nexcept Exception:\n    traceback.print_exc()\nEOF",
+            "",
+            0,
+        )
+    )
+    assert rc.python_script_known_traceback("python repro.py", tb, printed) is None  # print_exc: exit 0
+
+
+EXITING = (
+    "cat <<'EOF' > repro.py\nimport sys\nif bad():\n    print(\"BUG REPRODUCED\")\n    sys.exit(1)\n"
+    'print("fixed")\nsys.exit(0)\nEOF'
+)
+
+
+def test_an_exit_after_a_print_the_output_lacks_did_not_run() -> None:
+    """``print("BUG REPRODUCED"); sys.exit(1)``: had the exit run, its line would show (stdout is
+    flushed at exit); an output without it ended with 0, one with it is unknown."""
+    files = _run((EXITING, "", 0))
+    assert rc.python_script_known_clean("python repro.py", "fixed\n", files) == 0
+    assert rc.python_script_known_clean("python repro.py", "BUG REPRODUCED\n", files) is None
+    moved = _run((EXITING.replace("import sys", "import sys\nsys.stdout = open('log', 'w')"), "", 0))
+    assert rc.python_script_known_clean("python repro.py", "", moved) is None  # its prints go elsewhere
+    computed = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(0 if ok() else 1)\nEOF", "", 0))
+    assert rc.python_script_known_clean("python repro.py", "", computed) is None

@@ -46,6 +46,7 @@ from pipeline.convert.render import (
 )
 from pipeline.convert.returncodes import infer_returncode
 from pipeline.convert.roots import RootRewriter
+from pipeline.convert.runfiles import RunFiles
 from pipeline.convert.tools import (
     BASH_TOOLS,
     Action,
@@ -147,6 +148,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
     carry: list[str] = []  # thoughts waiting for the next emitted turn
     tool_names: list[str] = []  # each step's tool, counted once the loop is done
     submitted = False
+    files = RunFiles()  # what the run wrote or displayed, for the return-code rules that read scripts
 
     for turn, step in enumerate(ep.steps):
         thought = roots(step.thought).strip()
@@ -218,7 +220,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
         elif rc is None and not synthesised and exit_noted:
             rc, rc_from = 0, "exit_note_absent"
         elif rc is None:
-            inferred = None if synthesised else infer_returncode(cmd, action.output)
+            inferred = None if synthesised else infer_returncode(cmd, action.output, files)
             if inferred is None:
                 rc_from = "unknown"
                 counters["convert/returncode_unknown"] += 1
@@ -231,6 +233,7 @@ def convert_turns(ep: Episode, step_limit: int = 250) -> Converted:
         commands.append(cmd)
         outputs.append(action.output)
         returncodes.append(None if rc is None else int(rc))
+        files.learn(cmd, action.output, rc)
         sources.append(TurnSource(turn, name, synthesised, rc_from, obs))
 
     for name, n in Counter(tool_names).items():

@@ -31,12 +31,15 @@ overall and on each of >= 2 repo groups with >= ``MIN_GROUP_N`` decided samples)
 
 from __future__ import annotations
 
+import ast
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
+from pipeline.convert.runfiles import TESTBED, RunFiles, command_cwd
 from pipeline.shell import OPS, Segment, shlex_split, split_command
 
 MIN_PRECISION = 0.99
@@ -112,9 +115,15 @@ def _is_op(toks: list[str], k: int) -> bool:
     return not (k and toks[k - 1].endswith(">")) and not (k + 1 < len(toks) and toks[k + 1].startswith(">"))
 
 
+_CONTINUATION = re.compile(r"\\\n[ \t]*")
+
+
 @lru_cache(maxsize=512)
 def _shape(command: str) -> Shape | None:
     """The command's shape, or None when its status is beyond these rules (see the module doc)."""
+    if "\\\n" in command and "<<" not in command:
+        # a line continuation joins its lines (the lexer leaves the newline on the next word)
+        command = _CONTINUATION.sub(" ", command)
     if "pipefail" in command or "<<<" in command or ("xargs" in command and _xargs_decides(command)):
         return None
     if "timeout" in command and _TIMEOUT.search(command):
@@ -271,6 +280,8 @@ def _loud_class(seg: Segment) -> str | None:
         return "writer"
     if p in ECHOES:
         return "echo"
+    if p == "cd" and len(seg.argv) <= 2:
+        return "cd"  # bash prints "cd: X: No such file or directory" whenever it fails
     if p == "git":
         sub = next((a for a in seg.argv[1:] if not a.startswith("-")), "")
         if sub in GIT_OK and not (GIT_DIFF_SILENT & set(seg.argv)):
@@ -287,6 +298,8 @@ def _loud_ok(seg: Segment, output: str) -> bool:
         return True
     if cls == "git":
         return not _git_error_in(output)
+    if cls == "cd":
+        return "cd: " not in output
     return not _tool_error_in(prog(seg), output)
 
 
@@ -312,8 +325,18 @@ def _clean(output: str) -> bool:
 
 @dataclass(frozen=True)
 class Rule:
+    """A named rule: ``decide(command, output)``, or ``decide(command, output, files)`` when it
+    reads the run's files (``uses_files``; given no :class:`RunFiles`, it knows only what the
+    command itself writes)."""
+
     name: str
-    decide: Callable[[str, str], int | None]
+    decide: Callable[..., int | None]
+    uses_files: bool = False
+
+    def __call__(self, command: str, output: str, files: RunFiles | None = None) -> int | None:
+        if not self.uses_files:
+            return self.decide(command, output)
+        return self.decide(command, output, RunFiles() if files is None else files)
 
 
 def loud_success(command: str, output: str) -> int | None:
@@ -325,9 +348,65 @@ def loud_success(command: str, output: str) -> int | None:
     shape = _shape(command)
     if shape is None or _loud_class(shape.final) is None:
         return None
-    if not _prefix_ok(shape, output) or not _loud_ok(shape.final, output) or not _clean(output):
+    if not _prefix_ok(shape, output) or not _loud_ok(shape.final, output):
+        return None
+    if not _clean(output) and not _one_file_elided(shape, output):
         return None
     return 0
+
+
+def _one_file_elided(shape: Shape, output: str) -> bool:
+    """``cat FILE`` / ``nl FILE`` alone, its long output cut in the middle by mini-swe-agent and
+    no shell error in what is shown: cat fails only when it cannot open or read its one file,
+    and then it prints a message and nothing long, so an output long enough to be cut is the file.
+    (``ls -R`` is not: it goes on after a directory it cannot read, and its message may be cut.)"""
+    if _ELIDED not in output or len(shape.segments) != 1 or prog(shape.final) not in ("cat", "nl"):
+        return False
+    operands = [a for a in shape.final.argv[1:] if not a.startswith("-")]
+    if len(operands) != 1 or any(
+        not re.fullmatch(r"-[nAbsvET]+", a) for a in shape.final.argv[1:] if a.startswith("-")
+    ):
+        return False
+    shown = output.replace(_ELIDED, "")
+    return not any(k in shown for k in _SHELL_KEYS) or _SHELL_ERROR.search(shown) is None
+
+
+# the status of a loud program that printed its own failure message (GNU coreutils: 1; ls: 2 for
+# an operand it cannot access)
+_FAILURE_CODES = {
+    "rm": 1, "cat": 1, "mkdir": 1, "cp": 1, "mv": 1, "touch": 1, "chmod": 1, "head": 1, "tail": 1,
+    "wc": 1, "rmdir": 1, "ln": 1, "nl": 1,
+}  # fmt: skip
+_FAILURE_MSG = re.compile(
+    r"^(?:\S*/)?(\w+): (?:cannot |can't |failed to |missing operand|invalid option|unrecognized option|"
+    r"'[^']*': |‘[^’]*’: |[^\s:]+: )?.*(?:No such file or directory|Permission denied|Is a directory|"
+    r"Not a directory|File exists|Directory not empty|missing operand|invalid option|unrecognized option)"
+    r"(?:\s*\n(?:Try '\S+ --help' for more information\.))?$",
+    re.M,
+)
+
+
+def loud_failure(command: str, output: str) -> int | None:
+    """The failure status of a coreutils program (``rm``, ``cat``, ``mkdir``, ``cp``, ``mv``,
+    ``ls``...) that is the final decider and printed its own failure message (``rm: cannot remove
+    'x': No such file or directory``): 1 (``ls: cannot access``: 2). Every decider before it
+    succeeded (loud, ``&&`` only), so its status is the command's."""
+    shape = _shape(command)
+    if shape is None or _stderr_dropped(shape.final) or shape.piped:
+        return None
+    p = prog(shape.final)
+    if p not in _FAILURE_CODES and p != "ls":
+        return None
+    if p == "rm" and "f" in _flags(shape.final):
+        return None  # rm -f fails silently on a missing file, loudly on others: keep it simple
+    if not _prefix_ok(shape, output):
+        return None
+    mine = [m for m in _FAILURE_MSG.finditer(output) if m.group(1) == p]
+    if not mine:
+        return None
+    if p == "ls":
+        return 2 if any("cannot access" in m.group(0) for m in mine) else None
+    return _FAILURE_CODES[p]
 
 
 _NOT_FOUND = re.compile(r"^(?:\S+: )?(?:line \d+: |\d+: )?(\S+): (?:command )?not found$")
@@ -411,11 +490,21 @@ def python_traceback(command: str, output: str) -> int | None:
 
 
 _PYTEST_SUMMARY = re.compile(
-    r"^=+ (.+) in [\d.]+s(?: \([\d:.]+\))? =+$|^((?:\d+ \w+(?:, )?)+) in [\d.]+s(?: \([\d:.]+\))?$"
-)
+    r"^=+ (.+) in [\d.]+ ?(?:s|seconds)(?: \([\d:.]+\))? =+$"
+    r"|^((?:\d+ \w+(?:, )?)+) in [\d.]+ ?(?:s|seconds)(?: \([\d:.]+\))?$"
+)  # ("in 4.31 seconds": pytest before 5.3)
 _PYTEST_COUNT = re.compile(
     r"(\d+) (failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
 )
+
+
+# options that list instead of testing: their status is not the tests' (--fixtures: 0 with errors)
+_PYTEST_INFO = frozenset(
+    {"--fixtures", "--funcargs", "--fixtures-per-test", "--markers", "--collect-only", "--co", "--setup-plan",
+     "--help", "-h", "--version", "-V", "--setup-only"}
+)  # fmt: skip
+_PYTEST_BANNER = re.compile(r"^!{3,} .* !{3,}$")
+_PYTEST_COLLECT_ERROR = re.compile(r"^ERROR [^\s:]+(?: - .*)?$", re.M)
 
 
 def _is_pytest(seg: Segment) -> bool:
@@ -438,7 +527,7 @@ def pytest_summary(command: str, output: str) -> int | None:
     if " in " not in output:
         return None
     shape = _shape(command)
-    if shape is None or not _is_pytest(shape.final):
+    if shape is None or not _is_pytest(shape.final) or _PYTEST_INFO & set(shape.final.argv):
         return None
     m = _PYTEST_SUMMARY.match(_last_line(output))
     if not m:
@@ -450,8 +539,13 @@ def pytest_summary(command: str, output: str) -> int | None:
     }
     if "INTERNALERROR" in output or output.count("\n", 0, len(output.rstrip())) < 1:
         return None  # exit 3, or a summary line alone (a screen's last line, not the run)
-    if re.search(r"^!+ Interrupted: ", output, re.M):
-        return 2
+    tail = [ln.strip() for ln in output.rstrip().splitlines()[-2:]]
+    if len(tail) == 2 and _PYTEST_BANNER.match(tail[0]):
+        # "!!! Interrupted: 1 error during collection !!!" right before the summary: 2; another
+        # banner (the debugger quit, -x stopping) leaves the status to what stopped it
+        return 2 if "Interrupted: " in tail[0] and "error" in tail[0] else None
+    if counts.get("error") and _PYTEST_COLLECT_ERROR.search(output):
+        return None  # a file that failed to import: 1, 2 or 4 (a node id it no longer finds)
     if counts.get("failed") or counts.get("error"):
         return 1
     if counts.get("passed") or counts.get("skipped") or counts.get("xfailed") or counts.get("xpassed"):
@@ -461,23 +555,34 @@ def pytest_summary(command: str, output: str) -> int | None:
 
 _RAN = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.M)
 _UNITTEST_END = re.compile(r"^(OK|FAILED)(?: \(.*\))?$")
-_AFTER_RESULT = re.compile(r"^(?:Destroying test database for alias .*|Preserving test database .*)$")
+_AFTER_RESULT = re.compile(
+    r"^(?:(?:Destroying|Creating|Cloning) test database for alias .*|Preserving test database .*"
+    r"|System check identified (?:no issues|some issues).*|Testing against Django installed in .*"
+    r"|Found \d+ test\(s\)\.|Skipping setup of unused database\(s\): .*)$"
+)  # (Django's runner prints these on stdout, flushed after the result it printed on stderr)
 
 
-def unittest_summary(command: str, output: str) -> int | None:
+def unittest_summary(command: str, output: str, files: RunFiles | None = None) -> int | None:
     """unittest's verdict (Django's runtests.py, ``python -m unittest``, ``manage.py test``): the
     "OK" / "FAILED (...)" line right after "Ran N tests", followed only by Django's test-database
     teardown lines, decides 0 / 1, when the final decider is python or a ``runtests.py`` /
-    ``manage.py`` script."""
+    ``manage.py`` script (python code the command shows, or a script the run showed, must call
+    ``unittest.main()`` or an exit: a runner's ``run()`` alone returns, and the code exits 0)."""
     if "Ran " not in output:
         return None
     shape = _shape(command)
     if shape is None or not (_is_python(shape.final) or prog(shape.final) in ("runtests.py", "manage.py")):
         return None
+    code = _inline_code(shape) if _is_python(shape.final) else None
+    if code is None and files is not None and _python_script(shape.final):
+        known = _known_script(command, shape, files)
+        code = None if known is None else known[1]
+    if code is not None and (("unittest.main(" not in code and "exit" not in code) or "exit=False" in code):
+        return None  # code that runs a TestRunner itself and does not exit with its result: 0
     ran = list(_RAN.finditer(output))
     if not ran:
         return None
-    rest = [ln for ln in output[ran[-1].end() :].splitlines() if ln.strip()]
+    rest = [ln for ln in output[ran[-1].end() :].splitlines() if ln.strip() and ln.strip() != _TAIL_MARK]
     if not rest:
         return None
     m = _UNITTEST_END.match(rest[0].strip())
@@ -672,17 +777,21 @@ def _troubled(output: str) -> bool:
     return "X" in output and "X" in output.split()
 
 
-def python_script_quiet(command: str, output: str) -> int | None:
+def python_script_quiet(command: str, output: str, files: RunFiles | None = None) -> int | None:
     """0 when the final decider is a python script and the output (possibly empty) is clean and
     free of every word a failing or bug-reproducing script prints (errors, failures, "issue",
     "expected", "not", "False", crosses, a linter's report...). A measured rule, not a proof: a
     script may exit non-zero silently; its output then shows no sign of trouble at all, which
-    the bench finds rare. (An uncaught exception always prints a traceback.)"""
+    the bench finds rare. (An uncaught exception always prints a traceback.) Where the run showed
+    the script's text and it calls an exit, it abstains."""
     shape = _shape(command)
     if shape is None or not _python_script(shape.final) or _inline_code(shape) is not None:
         return None  # code the command shows is python_inline's to judge: it may call exit()
     if _troubled(output) or not _prefix_ok(shape, output) or not _clean(output):
         return None
+    known = _known_script(command, shape, files or RunFiles())
+    if known is not None and _SCRIPT_EXITS.search(known[1]):
+        return None  # the run showed its text, and it may exit non-zero quietly
     return 0
 
 
@@ -710,19 +819,296 @@ def sympy_test_summary(command: str, output: str) -> int | None:
     return 1 if re.search(r"\d+ (?:failed|exceptions?)", m.group(1)) else 0
 
 
+# ---------------------------------------------------------------------------------------- known scripts
+
+# what can end a script with a status other than 0 or 1 with no traceback, or stop it otherwise:
+# exit calls, signals, another program in its place, CLI entry points that call sys.exit
+# (``unittest.main``, ``main()``, pylint's ``Run``, argparse, Django's command line, setup())
+_SCRIPT_EXITS = re.compile(
+    r"exit|quit|abort|SystemExit|excepthook|kill|signal|\.main\b|import[^\n]*\bmain\b|\bRun\(|parse_args"
+    r"|execute_from_command_line|\bexec\(|os\.exec|runpy|run_path|faulthandler|ctypes|unittest|(?<![.\w])setup\(|_thread|os\.fork|sys\.settrace"
+    r"|argv|argparse|ArgumentParser|add_argument|run_pylint|\bcli\b|click|typer|command_line|build_main"
+)
+# what could print an exception's traceback other than the interpreter's hook, or run other code
+_SCRIPT_PRINTS_TRACEBACKS = re.compile(
+    r"traceback|logging|logger|exc_info|print_exception|__traceback__|multiprocessing|argv"
+    r"|pytest|doctest|interact|pdb"
+)  # (a thread's or a child's traceback starts elsewhere than the script's module level: the
+# frame check tells them apart, unless the child is the script itself: argv, __file__ run)
+_RUNS_CHILDREN = re.compile(r"subprocess|os\.system|popen|Popen")
+_HIDDEN_END = (
+    "Fatal Python error",
+    "Segmentation fault",
+    "core dumped",
+    "Killed",
+    "Aborted",
+    "truncated due to length",
+)
+_USAGE = re.compile(r"^usage: |^\S+(?: \S+)*: error: ", re.M)
+_SYNTAX_LINE = re.compile(r"^(?:SyntaxError|IndentationError|TabError)\b", re.M)
+
+
+def _known_script(command: str, shape: Shape, files: RunFiles) -> tuple[str, str] | None:
+    """``(script word, text)`` when the final decider runs a script (``python [opts] path.py
+    [args]``) whose whole text the run wrote or displayed before (or this command's own heredoc
+    wrote), its output not redirected and its errors kept; else None. A ``cd DIR`` that starts the
+    command gives relative paths their base; after any other ``cd``, a relative script is unknown."""
+    seg = shape.final
+    if not _python_script(seg) or seg.heredoc or "-c" in seg.argv or shape.piped:
+        return None
+    if (
+        _stdout_redirected(seg)
+        or _stderr_dropped(seg)
+        or any(a.startswith("2>") and a != "2>&1" for a in seg.argv)
+    ):
+        return None
+    words = seg.argv[1:]
+    script = next((w for w in words if not w.startswith("-")), "")
+    if not script.endswith(".py") or any(
+        w.startswith("-") and w not in ("-u", "-B") for w in words[: words.index(script)]
+    ):
+        return None  # -i (stays), -W error, -X options change how it ends
+    cwd = command_cwd(command)
+    if cwd is None and not script.startswith("/"):
+        return None  # a cd may have moved the shell: which file runs is not known
+    written = _inline_code(
+        shape
+    )  # a heredoc of this command wrote it: `cat <<'EOF' > x.py ... EOF; python x.py`
+    text = written if written is not None else files.script(script, cwd or TESTBED)
+    return None if text is None else (script, text)
+
+
+_EXIT_NAMES = frozenset({"exit", "quit", "_exit"})
+_STDOUT_MOVED = re.compile(r"redirect_stdout|sys\.stdout\s*=|sys\.__stdout__|\bdup2\b|capture")
+
+
+def _exit_call(stmt: ast.stmt) -> ast.expr | None:
+    """The exit a statement is, if it is one: ``sys.exit(X)`` / ``exit(X)`` / ``quit(X)`` /
+    ``os._exit(X)`` as a statement, or ``raise SystemExit(X)``; its argument expression (a
+    ``Constant(None)`` when it has none)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else stmt.exc if isinstance(stmt, ast.Raise) else None
+    if isinstance(stmt, ast.Raise) and isinstance(call, ast.Name) and call.id == "SystemExit":
+        return ast.Constant(None)
+    if not isinstance(call, ast.Call) or call.keywords or len(call.args) > 1:
+        return None
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    if (name in _EXIT_NAMES and isinstance(stmt, ast.Expr)) or (
+        name == "SystemExit" and isinstance(stmt, ast.Raise)
+    ):
+        return call.args[0] if call.args else ast.Constant(None)
+    return None
+
+
+def _printed_before(body: list[ast.stmt], i: int) -> str | None:
+    """The constant text ``print("...")`` prints, when it is the statement right before ``body[i]``."""
+    if (
+        i == 0
+        or not isinstance(prev := body[i - 1], ast.Expr)
+        or not isinstance(call := prev.value, ast.Call)
+    ):
+        return None
+    if (
+        not (isinstance(call.func, ast.Name) and call.func.id == "print")
+        or call.keywords
+        or len(call.args) != 1
+    ):
+        return None
+    arg = call.args[0]
+    return (
+        arg.value.strip()
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.strip()
+        else None
+    )
+
+
+@lru_cache(maxsize=256)
+def _without_exits(text: str, output: str) -> str:
+    """The script's text with the exit calls cut out that cannot have ended this run with a
+    status other than 0: an exit of 0 (``sys.exit(0)``, ``sys.exit()``), and an exit right after
+    a ``print("constant")`` whose text the output does not hold (had it run, that line would
+    show: stdout is flushed at exit). Any other exit call, or one not a statement of its own,
+    and the text is kept whole (the caller then abstains)."""
+    if "exit" not in text and "quit" not in text and "SystemExit" not in text:
+        return text
+    if _STDOUT_MOVED.search(text):
+        return text  # its prints may not reach the output
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    cut: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field_name, None)
+            if not isinstance(body, list):
+                continue
+            for i, stmt in enumerate(body):
+                if not isinstance(stmt, ast.stmt) or (arg := _exit_call(stmt)) is None:
+                    continue
+                zero = isinstance(arg, ast.Constant) and arg.value in (0, None)
+                shown = _printed_before(body, i)
+                if zero or (shown is not None and shown not in output):
+                    cut.append(stmt)
+                else:
+                    return text
+    lines = text.split("\n")
+    for stmt in sorted(cut, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        if stmt.lineno != stmt.end_lineno:
+            return text
+        line = lines[stmt.lineno - 1]
+        lines[stmt.lineno - 1] = line[: stmt.col_offset] + "pass" + line[stmt.end_col_offset or 0 :]
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=256)
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def python_script_known_clean(command: str, output: str, files: RunFiles) -> int | None:
+    """0 when the final decider runs a script whose text the run wrote or displayed earlier, that
+    text parses and calls no exit (no ``exit``, ``quit``, ``SystemExit``, signals, CLI entry
+    points...; allowed: an exit of 0, and an exit right after a constant ``print`` the output does
+    not show, which did not run: ``_without_exits``), and the output holds no traceback, no syntax error, no crash and no shell error:
+    such a script ends with 0 unless an exception escapes it, and an escaping exception prints
+    its traceback (stderr is kept)."""
+    if _TRACEBACK in output or _SYNTAX_LINE.search(output) or any(k in output for k in _HIDDEN_END):
+        return None
+    if "usage: " in output and _USAGE.search(output):
+        return None  # argparse's report of a bad command line, from code the script called: exit 2
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output) or not _clean(output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or not _parses(known[1]):
+        return None
+    if _SCRIPT_EXITS.search(_without_exits(known[1], output)):
+        return None
+    return 0
+
+
+def python_script_known_traceback(command: str, output: str, files: RunFiles) -> int | None:
+    """1 when the final decider runs a script whose text the run wrote or displayed earlier, that
+    text prints no traceback itself and runs nothing that could (no ``traceback``, ``logging``,
+    threads, subprocesses, ``warnings``), calls no exit, and the output holds a traceback whose
+    first frame is the script's module level: only the interpreter prints that, for an exception
+    that escaped the script, and then python exits 1 (SystemExit, KeyboardInterrupt excluded)."""
+    if _TRACEBACK not in output or any(k in output for k in _HIDDEN_END) or _ELIDED in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or _SCRIPT_EXITS.search(known[1]) or _SCRIPT_PRINTS_TRACEBACKS.search(known[1]):
+        return None
+    if "__file__" in known[1] and _RUNS_CHILDREN.search(known[1]):
+        return None  # it may run itself in a child, whose traceback has the same first frame
+    name = posixpath.basename(known[0])
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() != _TRACEBACK:
+            continue
+        frame = _FRAME.match(lines[i + 1])
+        if frame is None or posixpath.basename(frame.group(1)) != name or frame.group(2) != "<module>":
+            continue
+        exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+        if _EXC_LINE.match(exc) and not exc.startswith(_NOT_EXIT_1):
+            return 1
+    return None
+
+
+_FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$')
+
+
+def python_syntax_error(command: str, output: str) -> int | None:
+    """1 when the final decider runs a script and the output is python's report that the script
+    itself does not compile: its first line the script's ``File "x.py", line N`` (no traceback:
+    nothing ran), a ``SyntaxError`` / ``IndentationError`` line after it."""
+    if "Error" not in output or _TRACEBACK in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _python_script(shape.final) or shape.final.heredoc or "-c" in shape.final.argv:
+        return None
+    words = shape.final.argv[1:]
+    script = next((w for w in words if not w.startswith("-")), "")
+    lines = [ln for ln in output.strip("\n").splitlines() if ln.strip()]
+    m = _FRAME_NO_FUNC.match(lines[0]) if lines else None
+    if (
+        not script.endswith(".py")
+        or m is None
+        or posixpath.basename(m.group(1)) != posixpath.basename(script)
+    ):
+        return None
+    if not _SYNTAX_LINE.match(lines[-1]) or len(lines) > 6 or not _prefix_ok(shape, output):
+        return None
+    return 1
+
+
+_RUNPY_FRAME = re.compile(r'^  File "(?:[^"]*/runpy\.py|<frozen runpy>)", line \d+, in _run_module_as_main$')
+_RUNNERS = frozenset({"pytest", "py.test", "unittest", "nose", "tox", "doctest"})
+
+
+def python_module_failed(command: str, output: str) -> int | None:
+    """1 when the final decider is ``python -m MODULE`` (not a test runner) and the output shows
+    the module failed as a whole: python's "python: No module named MODULE" as its last line, or a
+    traceback whose first frame is runpy's ``_run_module_as_main`` (only the interpreter prints
+    that frame first: it is the outermost one, so the exception escaped the module)."""
+    if "No module named" not in output and "_run_module_as_main" not in output:
+        return None
+    shape = _shape(command)
+    if shape is None or shape.piped or not _is_python(shape.final) or not _prefix_ok(shape, output):
+        return None
+    seg = shape.final
+    words = seg.argv[1:]
+    if (
+        "-m" not in words
+        or words.index("-m") + 1 >= len(words)
+        or _stderr_dropped(seg)
+        or _stdout_redirected(seg)
+    ):
+        return None
+    module = words[words.index("-m") + 1]
+    if module.split(".")[0] in _RUNNERS:
+        if re.fullmatch(r"(?:\S*/)?python[\d.]*: No module named " + re.escape(module), _last_line(output)):
+            return 1
+        return None
+    if re.fullmatch(r"(?:\S*/)?python[\d.]*: No module named " + re.escape(module), _last_line(output)):
+        return 1
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == _TRACEBACK and _RUNPY_FRAME.match(lines[i + 1]):
+            exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+            if _EXC_LINE.match(exc) and not exc.startswith(_NOT_EXIT_1):
+                return 1
+    return None
+
+
+_FRAME_NO_FUNC = re.compile(r'^  File "([^"]+)", line \d+$')
+
+
 RULES: tuple[Rule, ...] = (
     Rule("cannot_run", cannot_run),
     Rule("python_traceback", python_traceback),
     Rule("pytest_summary", pytest_summary),
-    Rule("unittest_summary", unittest_summary),
+    Rule("unittest_summary", unittest_summary, uses_files=True),
     Rule("grep_no_match", grep_no_match),
     Rule("grep_match", grep_match),
     Rule("loud_success", loud_success),
+    Rule("loud_failure", loud_failure),
     Rule("or_fallback", or_fallback),
     Rule("sympy_test_summary", sympy_test_summary),
     Rule("python_inline", python_inline),
-    Rule("python_script_quiet", python_script_quiet),
+    Rule("python_script_known_clean", python_script_known_clean, uses_files=True),
+    Rule("python_script_known_traceback", python_script_known_traceback, uses_files=True),
+    Rule("python_script_quiet", python_script_quiet, uses_files=True),
     Rule("python_clean_output", python_clean_output),
+    Rule("python_syntax_error", python_syntax_error),
+    Rule("python_module_failed", python_module_failed),
 )
 
 
@@ -747,18 +1133,23 @@ class Measured:
 
 # BEGIN MEASURED (written by `bench/rc_rules.py --write-table`: precision, n, groups, min group precision)
 MEASURED: dict[str, Measured] = {
-    "cannot_run": Measured(1.0000, 29, 0, 1.0000),
-    "python_traceback": Measured(0.8214, 487, 2, 0.7848),
-    "pytest_summary": Measured(1.0000, 375, 2, 1.0000),
-    "unittest_summary": Measured(1.0000, 468, 2, 1.0000),
-    "grep_no_match": Measured(1.0000, 253, 2, 1.0000),
-    "grep_match": Measured(1.0000, 2108, 2, 1.0000),
-    "loud_success": Measured(1.0000, 6037, 3, 1.0000),
-    "or_fallback": Measured(1.0000, 11, 0, 1.0000),
-    "sympy_test_summary": Measured(1.0000, 85, 1, 1.0000),
-    "python_inline": Measured(1.0000, 262, 2, 1.0000),
-    "python_script_quiet": Measured(1.0000, 694, 2, 1.0000),
-    "python_clean_output": Measured(0.9872, 1880, 2, 0.9649),
+    "cannot_run": Measured(1.0000, 58, 1, 1.0000),
+    "python_traceback": Measured(0.8205, 730, 2, 0.7905),
+    "pytest_summary": Measured(1.0000, 572, 2, 1.0000),
+    "unittest_summary": Measured(1.0000, 742, 2, 1.0000),
+    "grep_no_match": Measured(1.0000, 386, 2, 1.0000),
+    "grep_match": Measured(1.0000, 3316, 2, 1.0000),
+    "loud_success": Measured(1.0000, 10443, 3, 1.0000),
+    "loud_failure": Measured(1.0000, 65, 1, 1.0000),
+    "or_fallback": Measured(1.0000, 13, 0, 1.0000),
+    "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
+    "python_inline": Measured(1.0000, 532, 2, 1.0000),
+    "python_script_known_clean": Measured(1.0000, 2665, 2, 1.0000),
+    "python_script_known_traceback": Measured(1.0000, 274, 2, 1.0000),
+    "python_script_quiet": Measured(1.0000, 953, 2, 1.0000),
+    "python_clean_output": Measured(0.9906, 2983, 2, 0.9690),
+    "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
+    "python_module_failed": Measured(1.0000, 212, 2, 1.0000),
 }
 # END MEASURED
 
@@ -767,10 +1158,12 @@ ENABLED: frozenset[str] = frozenset(name for name, m in MEASURED.items() if m.pa
 _ACTIVE: tuple[Rule, ...] = tuple(r for r in RULES if r.name in ENABLED)
 
 
-def infer_returncode(command: str, output: str) -> tuple[int, str] | None:
-    """``(code, rule name)`` from the first enabled rule that decides, else None (unknown)."""
+def infer_returncode(command: str, output: str, files: RunFiles | None = None) -> tuple[int, str] | None:
+    """``(code, rule name)`` from the first enabled rule that decides, else None (unknown).
+    ``files``: what the run wrote or displayed before this turn (:class:`RunFiles`, fed each turn
+    in order); without it, the rules that read files abstain."""
     for rule in _ACTIVE:
-        code = rule.decide(command, output)
+        code = rule(command, output, files)
         if code is not None:
             return code, rule.name
     return None
