@@ -67,6 +67,19 @@ SOURCES: list[dict[str, Any]] = [
         "under": "swebench_results/20251118_gemini-3-pro-74pct/trajs/",
         "suffix": ".traj.json",
     },
+    *[
+        {
+            # mini-swe-agent 1.17.3 runs of GPT-5 models on SWE-bench Verified tasks: a third group,
+            # added after the rules were written (their first held-out test)
+            "group": "wudi-gpt5",
+            "family": "mini",
+            "repo": "wudi-alex/mini-swe-agent-CaM",
+            "commit": "fae95e425f7ab1e3cfbb3eea3f784515fdcc208f",
+            "under": f"run_results/{folder}/",
+            "suffix": ".traj.json",
+        }
+        for folder in ("mini-output", "gpt5-output", "nano-output", "mini-reasoning-high-res-api")
+    ],
     {
         "group": "ergt10-glm46",
         "family": "openhands",

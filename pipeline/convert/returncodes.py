@@ -756,7 +756,26 @@ def or_fallback(command: str, output: str) -> int | None:
     shape = _shape(command)
     if shape is None or not shape.joins or shape.joins[-1] != "||" or _loud_class(shape.final) != "echo":
         return None
+    if not _clean(output):
+        return None  # a syntax error: bash ran nothing of the list
     return 0
+
+
+_SYNTAX_ERROR = re.compile(
+    r"^(?:/bin/|/usr/bin/)?(?:ba)?sh: (?:-c: )?(?:line \d+: )?syntax error(?: near unexpected token .*|: unexpected end of file.*)$",
+    re.M,
+)
+
+
+def shell_syntax_error(command: str, output: str) -> int | None:
+    """2 when bash reports a syntax error in the command (``bash: -c: line 3: syntax error near
+    unexpected token `&&'``): bash stops there with status 2, whatever it ran before it."""
+    if "syntax error" not in output:
+        return None
+    m = _SYNTAX_ERROR.search(output)
+    if m is None or output[m.end() :].count("\n") > 2:
+        return None  # (bash quotes the offending line after the message; nothing runs after it)
+    return 2
 
 
 # what a failing or bug-reproducing script prints before it exits non-zero, lower-cased (measured:
@@ -843,6 +862,7 @@ _HIDDEN_END = (
     "Killed",
     "Aborted",
     "truncated due to length",
+    "Unable to decode the command",  # python could not decode its -c argument: 1, no traceback
 )
 _USAGE = re.compile(r"^usage: |^\S+(?: \S+)*: error: ", re.M)
 _SYNTAX_LINE = re.compile(r"^(?:SyntaxError|IndentationError|TabError)\b", re.M)
@@ -961,6 +981,25 @@ def _without_exits(text: str, output: str) -> str:
     return "\n".join(lines)
 
 
+def _inline_program(shape: Shape) -> tuple[str, str] | None:
+    """``("-", code)`` when the final decider runs python code the command shows (``-c CODE``, a
+    heredoc on stdin), its output not redirected and its errors kept (and not piped: its status
+    is the command's)."""
+    seg = shape.final
+    if not _is_python(seg) or shape.piped or _stdout_redirected(seg) or _stderr_dropped(seg):
+        return None
+    if any(a.startswith("2>") and a != "2>&1" for a in seg.argv) or "-m" in seg.argv:
+        return None
+    if any(
+        w.startswith("-") and w not in ("-u", "-B", "-c", "-") for w in seg.argv[1:] if not w.startswith("<<")
+    ):
+        return None
+    code = _inline_code(shape)
+    if code is None or (not code.isascii() and "-c" in seg.argv):
+        return None  # (a -c argument python cannot decode under the run's locale fails with 1)
+    return ("-", code)
+
+
 @lru_cache(maxsize=256)
 def _parses(text: str) -> bool:
     try:
@@ -971,8 +1010,8 @@ def _parses(text: str) -> bool:
 
 
 def python_script_known_clean(command: str, output: str, files: RunFiles) -> int | None:
-    """0 when the final decider runs a script whose text the run wrote or displayed earlier, that
-    text parses and calls no exit (no ``exit``, ``quit``, ``SystemExit``, signals, CLI entry
+    """0 when the final decider runs a script whose text the run wrote or displayed earlier (or
+    code the command shows: ``-c``, a heredoc), that text parses and calls no exit (no ``exit``, ``quit``, ``SystemExit``, signals, CLI entry
     points...; allowed: an exit of 0, and an exit right after a constant ``print`` the output does
     not show, which did not run: ``_without_exits``), and the output holds no traceback, no syntax error, no crash and no shell error:
     such a script ends with 0 unless an exception escapes it, and an escaping exception prints
@@ -984,7 +1023,7 @@ def python_script_known_clean(command: str, output: str, files: RunFiles) -> int
     shape = _shape(command)
     if shape is None or not _prefix_ok(shape, output) or not _clean(output):
         return None
-    known = _known_script(command, shape, files)
+    known = _known_script(command, shape, files) or _inline_program(shape)
     if known is None or not _parses(known[1]):
         return None
     if _SCRIPT_EXITS.search(_without_exits(known[1], output)):
@@ -1101,6 +1140,7 @@ RULES: tuple[Rule, ...] = (
     Rule("loud_success", loud_success),
     Rule("loud_failure", loud_failure),
     Rule("or_fallback", or_fallback),
+    Rule("shell_syntax_error", shell_syntax_error),
     Rule("sympy_test_summary", sympy_test_summary),
     Rule("python_inline", python_inline),
     Rule("python_script_known_clean", python_script_known_clean, uses_files=True),
@@ -1133,23 +1173,24 @@ class Measured:
 
 # BEGIN MEASURED (written by `bench/rc_rules.py --write-table`: precision, n, groups, min group precision)
 MEASURED: dict[str, Measured] = {
-    "cannot_run": Measured(1.0000, 58, 1, 1.0000),
-    "python_traceback": Measured(0.8205, 730, 2, 0.7905),
-    "pytest_summary": Measured(1.0000, 572, 2, 1.0000),
-    "unittest_summary": Measured(1.0000, 742, 2, 1.0000),
-    "grep_no_match": Measured(1.0000, 386, 2, 1.0000),
-    "grep_match": Measured(1.0000, 3316, 2, 1.0000),
-    "loud_success": Measured(1.0000, 10443, 3, 1.0000),
-    "loud_failure": Measured(1.0000, 65, 1, 1.0000),
-    "or_fallback": Measured(1.0000, 13, 0, 1.0000),
+    "cannot_run": Measured(1.0000, 119, 2, 1.0000),
+    "python_traceback": Measured(0.8391, 814, 3, 0.7905),
+    "pytest_summary": Measured(1.0000, 669, 3, 1.0000),
+    "unittest_summary": Measured(1.0000, 753, 2, 1.0000),
+    "grep_no_match": Measured(1.0000, 408, 2, 1.0000),
+    "grep_match": Measured(1.0000, 3387, 3, 1.0000),
+    "loud_success": Measured(1.0000, 11543, 4, 1.0000),
+    "loud_failure": Measured(1.0000, 75, 1, 1.0000),
+    "or_fallback": Measured(1.0000, 259, 1, 1.0000),
+    "shell_syntax_error": Measured(0.9818, 55, 1, 0.9778),
     "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
-    "python_inline": Measured(1.0000, 532, 2, 1.0000),
-    "python_script_known_clean": Measured(1.0000, 2665, 2, 1.0000),
+    "python_inline": Measured(1.0000, 844, 3, 1.0000),
+    "python_script_known_clean": Measured(1.0000, 3397, 3, 1.0000),
     "python_script_known_traceback": Measured(1.0000, 274, 2, 1.0000),
     "python_script_quiet": Measured(1.0000, 953, 2, 1.0000),
-    "python_clean_output": Measured(0.9906, 2983, 2, 0.9690),
+    "python_clean_output": Measured(0.9880, 3495, 3, 0.9690),
     "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
-    "python_module_failed": Measured(1.0000, 212, 2, 1.0000),
+    "python_module_failed": Measured(1.0000, 215, 2, 1.0000),
 }
 # END MEASURED
 
