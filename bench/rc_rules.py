@@ -550,17 +550,28 @@ NOTES = """## Notes
 
 - Groups are independent runs: `gruckion-gemini3` (mini-swe-agent 1.15, Gemini 3 Pro, SWE-bench
   Verified), `ergt10-glm46` (OpenHands CodeAct, GLM-4.6, SWE-bench Lite event stores),
-  `upstream-tests` (the harnesses' own test data, >= 30 decisions for `loud_success` only). Every
-  enabled rule passed on both of the first two; `sweagent` has no codes and counts for no rule.
-- Scripts (`python x.py`) are the bulk of what stays unknown: a reproduction script prints its
-  findings and exits 1 with `sys.exit(1)`, which no output shows (`python_clean_output`, all error
-  words excluded, is still under 99%; `python_traceback` is at 82%: tracebacks printed by
-  `traceback.print_exc()` end outputs of runs that exit 0, and with stdout piped, python flushes
-  its prints after the traceback). `python_script_quiet` passes by excluding every word of
-  trouble; its word list was fixed before the data, except the linter's report
-  (`*** module`, `rated at`), added after two pylint-driving scripts in `ergt10-glm46` were its
-  only misses. A script whose text the run wrote in an earlier turn would need the run's file
-  state, which `infer_returncode(command, output)` does not see.
+  `wudi-gpt5` (mini-swe-agent 1.17.3, GPT-5 models; added after the rules were written, so a
+  held-out check of every rule), `upstream-tests` (the harnesses' own test data). `sweagent` has
+  no codes and counts for no rule.
+- The run's files: each input's turns are fed in order to a `RunFiles`
+  (`pipeline/convert/runfiles.py`), as `convert_turns` feeds it, learning from each turn with the
+  code convert would have with the record's codes hidden (a converter's proof, else what the
+  enabled rules infer). The "without the run's files" columns are the same rules given none.
+- Scripts (`python x.py`) were the bulk of what stayed unknown. With the script's text known (the
+  run wrote it with a heredoc or an editor, or displayed it whole), `python_script_known_clean`
+  decides 0 when the text calls no exit that could have run (an exit of 0, or one right after a
+  constant `print` the output lacks, is allowed) and the output shows no traceback, syntax error,
+  crash or argparse report; `python_script_known_traceback` decides 1 from a traceback whose first
+  frame is the script's module level when the script prints no tracebacks itself. The remaining
+  scripts either call `sys.exit(<computed>)` / `sys.exit(1)` after text the output shows, or were
+  never shown. Without the text, `python_clean_output` (all error words excluded) stays under 99%
+  and `python_traceback` at 84% (`traceback.print_exc()`; prints flushed after a traceback).
+- Before this work (the seven rules enabled at `498bfcc`, no run files) on these same inputs:
+  mini 16,336 of 21,371 turns (76.44%), 4 of 682 runs with every turn decided; openhands 1,960 of
+  3,300 (59.39%), 13 of 164 runs; sweagent 53 of 93 (56.99%), 12 of 21 runs.
+- Rules measured under the bar stay disabled: `cannot_run` (119 decided, 100%, under 200),
+  `or_fallback` (259, 100%, one group), `loud_failure` (75), `sympy_test_summary` (one group),
+  `shell_syntax_error` (98%), `python_syntax_error` (7).
 - SWE-agent CTF demonstrations show `///PROCESS-DONE:N:PROCESS-DONE///` in observations: harness
   decoration that carries the exit code (a recorded code for the parser to take, and text for it
   to strip).
