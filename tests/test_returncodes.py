@@ -400,3 +400,29 @@ def test_an_exit_after_a_print_the_output_lacks_did_not_run() -> None:
     assert rc.python_script_known_clean("python repro.py", "", moved) is None  # its prints go elsewhere
     computed = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(0 if ok() else 1)\nEOF", "", 0))
     assert rc.python_script_known_clean("python repro.py", "", computed) is None
+
+
+def test_run_files_follow_the_converters_edits_and_keep_the_text_a_refused_edit_left() -> None:
+    from pipeline.convert.edits import replace_command
+
+    edit = replace_command("/testbed/repro.py", [("hello", "bye", False)], "edited")
+    refused = replace_command(
+        "/testbed/repro.py", [("absent", "x", False)], "edited", fail_message="no match"
+    )
+    files = _run((WRITE, "", 0), (refused, "no match\n", 1))
+    assert files.script("repro.py") == "print('hello')\n"  # the editor refused: the file is as it was
+    files.learn(edit, "edited\n", 0)
+    assert files.script("repro.py") == "print('bye')\n"
+    assert _run((WRITE, "", 0), (edit, "edited\n", 1)).script("repro.py") is None  # it ended otherwise
+
+
+def test_a_window_the_run_showed_outranks_the_text_inferred() -> None:
+    window = "[File: /testbed/repro.py (1 lines total)]\n1:print('other')\n"
+    assert _run((WRITE, "", 0), ("head -5 /testbed/repro.py", window, 0)).script("repro.py") is None
+    agrees = "[File: /testbed/repro.py (1 lines total)]\n1:print('hello')\n"
+    assert (
+        _run((WRITE, "", 0), ("head -5 /testbed/repro.py", agrees, 0)).script("repro.py")
+        == "print('hello')\n"
+    )
+    preview = "This is how your edit would have looked if applied\n---\n" + window
+    assert _run((WRITE, "", 0), ("edit", preview, 1)).script("repro.py") == "print('hello')\n"

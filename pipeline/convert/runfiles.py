@@ -152,6 +152,10 @@ _WINDOW_CMD = re.compile(r"\Aawk 'NR>=(\d+)&&NR<=(\d+)\{l\[NR\]=\$0\} END\{[^\n]
 _WINDOW_OUT = re.compile(r"\A\[File: [^\n]+ \((\d+) lines total\)\]\n((?:\d+:[^\n]*\n)*)\Z")
 
 
+_WINDOW_HEAD = re.compile(r"^\[File: ([^\n]+) \((\d+) lines total\)\]$", re.M)
+_WINDOW_LINES = re.compile(r"(?:\d+:[^\n]*(?:\n|\Z))*")
+
+
 def _window(command: str, output: str) -> tuple[str, str] | None:
     """A window that starts at line 1 and shows every line: the whole file."""
     m, w = _WINDOW_CMD.match(command), _WINDOW_OUT.match(output)
@@ -446,9 +450,15 @@ class RunFiles(Files):
             self.known[created[0]] = created[1]
             return
         if (edit := edit_script(command)) is not None:
-            if failed or run_edit(edit[0], self) is None:
+            # run on the known text, the converter's script writes what the editor wrote, or
+            # nothing when the editor refused (it exits 1): trusted when it ends as the run did
+            # and the window the run then showed agrees with the text it leaves
+            outcome = run_edit(edit[0], self)
+            if outcome is None or (returncode is not None and (outcome.code == 0) != (returncode == 0)):
                 self._forget_named(command)
+            self._check_windows(output)
             return
+        self._check_windows(output)
         if read_only(command, segs):
             return
         writes = self._heredoc_writes(command, output, segs)
@@ -458,6 +468,32 @@ class RunFiles(Files):
                 self.known.pop(path, None)
             else:
                 self.known[path] = text
+
+    def _check_windows(self, output: str) -> None:
+        """Forget a known file that a SWE-agent window in the output shows otherwise: the run's
+        own view of the file outranks what was inferred of it."""
+        if "lines total)]" not in output or not self.known:
+            return
+        for m in _WINDOW_HEAD.finditer(output):
+            if "would have looked" in output[max(0, m.start() - 120) : m.start()]:
+                continue  # SWE-agent's preview of an edit it refused: not the file
+            path = _abs(m.group(1))
+            text = self.text(path)
+            if text is None:
+                continue
+            lines = text.split("\n")
+            if text.endswith("\n"):
+                lines.pop()
+            shown = _WINDOW_LINES.match(output, m.end() + 1)
+            numbered = shown.group(0).splitlines() if shown else []
+            body = len(lines)
+            while body and not lines[body - 1]:
+                body -= 1  # (trailing blank lines: counted alike or not by SWE-agent's window)
+            if not body <= int(m.group(2)) <= len(lines) + 1 or any(
+                (i := int(n)) > len(lines) or lines[i - 1] != line
+                for n, line in (ln.split(":", 1) for ln in numbered)
+            ):
+                del self.known[path]
 
     def _heredoc_writes(self, command: str, output: str, segs: list[Segment]) -> dict[str, str | None]:
         """The texts the command's heredocs wrote, by path (None: written, its text not known).
