@@ -424,5 +424,8 @@ def test_a_window_the_run_showed_outranks_the_text_inferred() -> None:
         _run((WRITE, "", 0), ("head -5 /testbed/repro.py", agrees, 0)).script("repro.py")
         == "print('hello')\n"
     )
-    preview = "This is how your edit would have looked if applied\n---\n" + window
-    assert _run((WRITE, "", 0), ("edit", preview, 1)).script("repro.py") == "print('hello')\n"
+    from pipeline.convert.edits import replace_command
+
+    refused = replace_command("/testbed/repro.py", [("absent", "x", False)], "edited", fail_message="no")
+    preview = "This is how your edit would have looked if applied\n---\n" + window  # not the file
+    assert _run((WRITE, "", 0), (refused, preview, 1)).script("repro.py") == "print('hello')\n"
