@@ -308,3 +308,14 @@ def test_counter_names_are_scrubbed() -> None:
 
     got = scrub_counter_names(Counter({f"convert/tool/{GH}": 2, "convert/turns": 5}))
     assert got == Counter({"convert/tool/<REDACTED:github_token>": 2, "convert/turns": 5})
+
+
+def test_a_test_urls_one_letter_password_is_no_credential() -> None:
+    """Real shape (gruckion/mini-swe-agent, psf__requests-6028): the run's tests use
+    ``http://user:p@host``; a value is redacted wherever it occurs, so taking ``p`` for a secret
+    rewrote every ``p`` of the run, its system prompt and its uid included."""
+    from pipeline.reference.secrets import find_secrets
+
+    assert find_secrets("proxies = {'http': 'http://user:p@10.0.0.1:3128'}") == []
+    assert find_secrets("proxies = {'http': 'http://user:pass@10.0.0.1:3128'}") == []
+    assert find_secrets("git clone https://bot:Zq8vK2xLw9@github.com/o/r") == [("url_password", "Zq8vK2xLw9")]

@@ -278,6 +278,13 @@ def test_an_edit_script_outside_the_converters_shapes_is_not_run() -> None:
     assert run_edit("import os\nos.system('touch /tmp/pwned')", files) is None
     assert run_edit("__import__('os')", files) is None
     assert run_edit("while True:\n    pass", files) is None
+    assert run_edit("for i in range(10**12):\n    pass", files) is None  # no range: loops end
+    assert run_edit("x = ().__class__.__base__.__subclasses__()", files) is None
+    assert run_edit("print('{0.__class__}'.format(1))", files) is None
+    # the converter's own shapes do run, loops over their edits included
+    edit = "path = '/testbed/a.py'\nwith open(path) as f:\n    text = f.read()\nfor o, n in [('x', 'y')]:\n    text = text.replace(o, n)\nwith open(path, 'w') as f:\n    f.write(text)\nprint('ok', end='')"
+    out = run_edit(edit, files)
+    assert out is not None and (out.printed, out.code, out.text) == ("ok", 0, "y\n")
 
 
 def test_a_program_the_record_shows_missing_is_missing_in_the_target_too() -> None:

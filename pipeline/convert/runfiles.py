@@ -10,8 +10,9 @@ whole file earlier (a ``cat``/``cat -n`` of it, a file it created), that script 
 process, on the displayed text: what it prints, its exit status and the text it leaves are the
 command's, and must be what the converted run shows. Running it in process keeps the proof cheap
 (no interpreter started per edit); the script sees only a file store and a print buffer: its
-``open``, ``print``, ``sys`` and ``os`` are stand-ins, its other builtins a short list, and an
-import of anything else fails the proof.
+``open``, ``print``, ``sys`` and ``os`` are stand-ins, its other builtins a short list, an
+import of anything else fails the proof, and a script naming a dunder or a formatter (the ways out
+of a restricted namespace) is not run at all.
 
 Knowledge is conservative: for the verify step (:class:`Files`), a command the run ran itself,
 other than a read-only display, may change any file, so it forgets every file; a file is known
@@ -20,13 +21,14 @@ again once displayed whole. :class:`RunFiles` forgets by what a command can writ
 
 from __future__ import annotations
 
-import ast
+import dis
 import io
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
+from types import CodeType
 from typing import Any
 
 from pipeline.shell import Segment, split_command
@@ -234,17 +236,36 @@ def read_only(command: str, segments: list[Segment] | None = None) -> bool:
     return True
 
 
-_SAFE_NODES = (
-    ast.Module, ast.Import, ast.alias, ast.Assign, ast.AugAssign, ast.Expr, ast.Call, ast.Name,
-    ast.Load, ast.Store, ast.Constant, ast.Attribute, ast.If, ast.Compare, ast.BinOp, ast.BoolOp,
-    ast.UnaryOp, ast.With, ast.withitem, ast.Try, ast.ExceptHandler, ast.Tuple, ast.List, ast.For,
-    ast.Subscript, ast.Slice, ast.keyword, ast.JoinedStr, ast.FormattedValue, ast.GeneratorExp,
-    ast.comprehension, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn,
-    ast.Is, ast.IsNot, ast.And, ast.Or, ast.Not, ast.Add, ast.Sub, ast.Mult, ast.USub, ast.Mod,
-    ast.IfExp, ast.Pass,
-)  # fmt: skip
+def _codes(code: CodeType) -> Iterator[CodeType]:
+    """A code object and every code object nested in it."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _codes(const)
+
+
+_FOR_ITER = dis.opmap["FOR_ITER"]
+_BACKWARD = frozenset(dis.opmap[n] for n in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT") if n in dis.opmap)
+
+
+def _plain(code: CodeType) -> bool:
+    """Whether a compiled script is one a plain edit script can be: no name a way out of the
+    restricted namespace needs (dunders, formatters), and no loop but ``for`` over a container
+    (every backward jump closes a ``for``; ``range`` is not among its builtins), so it ends."""
+    for c in _codes(code):
+        if any(name.startswith("_") or name in _REFUSED_NAMES for name in c.co_names):
+            return False
+        ops = c.co_code[::2]  # one opcode per two-byte unit (inline caches are units too)
+        if sum(op in _BACKWARD for op in ops) > ops.count(_FOR_ITER):
+            return False
+    return True
+
+
+# names a plain edit script never needs: dunders (the way out of a restricted namespace) and the
+# string formatters that read attributes named inside a format string
+_REFUSED_NAMES = frozenset({"format", "format_map", "globals", "locals", "vars", "getattr", "eval", "exec"})
 _BUILTINS = {
-    "len": len, "max": max, "min": min, "range": range, "enumerate": enumerate, "sum": sum,
+    "len": len, "max": max, "min": min, "enumerate": enumerate, "sum": sum,
     "str": str, "int": int, "list": list, "compile": compile, "SyntaxError": SyntaxError,
     "ValueError": ValueError, "repr": repr, "any": any, "all": all,
 }  # fmt: skip
@@ -262,10 +283,10 @@ def run_edit(script: str, files: Files) -> Outcome | None:
     """The script run on the known files; None when it reads a file not known, or is not one of
     the converter's plain edit scripts (then nothing is proven by running it)."""
     try:
-        tree = ast.parse(script)
-    except SyntaxError:
+        code_obj = compile(script, "<edit>", "exec")
+    except (SyntaxError, ValueError):
         return None
-    if not all(isinstance(node, _SAFE_NODES) for node in ast.walk(tree)):
+    if not _plain(code_obj):
         return None
     out = io.StringIO()
     written: dict[str, str] = {}
@@ -295,7 +316,7 @@ def run_edit(script: str, files: Files) -> Outcome | None:
     }
     code = 0
     try:
-        exec(compile(tree, "<edit>", "exec"), env)
+        exec(code_obj, env)
     except _Exit as e:
         code = e.code
     except Exception:

@@ -50,6 +50,8 @@ _PLACEHOLDER_WORDS = re.compile(
     r"token|none|null|true|false|undefined|your[_-].*|my[_-].*|<.*>|\{\{.*\}\}|\$.*|%.*%|\[.*\]|"
     r"redacted|placeholder|xxx.*|\.\.\..*)$"
 )
+# the shortest URL password taken for a credential (see the url_password rule)
+_MIN_URL_PASSWORD = 6
 
 
 def _entropy(s: str) -> float:
@@ -277,7 +279,10 @@ PATTERNS: tuple[SecretPattern, ...] = (
         "url_password",
         r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>]+:(?P<s>[^\s@/\"'<>${][^\s@/\"'<>]*)@[A-Za-z0-9.\-\[]",
         r"://[^\s:/@\"'<>]+:[^\s@/\"'<>]+@",
-        lambda v: not _PLACEHOLDER_WORDS.match(v),
+        # a value is redacted wherever it occurs, so a short one (a test URL's ``user:p@host``) would
+        # rewrite every ``p`` of the run, its system prompt and uid included: under six characters
+        # it is a fixture's stand-in, not a credential
+        lambda v: len(v) >= _MIN_URL_PASSWORD and not _PLACEHOLDER_WORDS.match(v),
         prefilter=r"[A-Za-z0-9+.\-]://[^\s:/@\"'<>]+:[^\s@/\"'<>${][^\s@/\"'<>]*@[A-Za-z0-9.\-\[]",
     ),
     # .env / shell assignments of secret-named variables: NAME=value (no spaces around '=', which keeps
