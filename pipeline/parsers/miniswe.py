@@ -90,7 +90,7 @@ def _submission(info: dict[str, Any], last: Step) -> str | None:
     A bare message list has no ``info``: there the final user message after a submit command is
     mini's own record of the submission (everything its submit printed after the sentinel)."""
     final = last.observation
-    if "exit_status" not in info:
+    if not info:
         submits = isinstance(last.call, Bash) and any(k in last.call.command for k in SUBMIT_MARKERS)
         return ("" if final == _EMPTY_SUBMISSION else final) if submits else None
     sub = info.get("submission")
