@@ -104,16 +104,21 @@ def shlex_split(line: str) -> list[str]:
 
 def logical_lines(text: str) -> list[str]:
     """``text`` split at the newlines that end a command: not those inside quotes (a quoted
-    multi-line argument, ``printf '%s\\n' 'a\\nb'``) or after a backslash (a continued line)."""
+    multi-line argument, ``printf '%s\\n' 'a\\nb'``); a backslash-newline outside single quotes
+    is a line continuation, which the shell removes (``a \\<newline> b`` is ``a  b``)."""
     if "\n" not in text:
         return [text]
     if "'" not in text and '"' not in text and "\\\n" not in text:
         return text.split("\n")
     lines: list[str] = []
+    line: list[str] = []
     start, quote, i, n = 0, "", 0, len(text)
     while i < n:
         c = text[i]
         if c == "\\" and quote != "'":
+            if text.startswith("\n", i + 1) and quote == "":
+                line.append(text[start:i])  # a continuation: both characters go
+                start = i + 2
             i += 2
             continue
         if quote:
@@ -126,10 +131,11 @@ def logical_lines(text: str) -> list[str]:
             i = n if j < 0 else j
             continue
         elif c == "\n":
-            lines.append(text[start:i])
+            lines.append("".join(line) + text[start:i])
+            line = []
             start = i + 1
         i += 1
-    lines.append(text[start:])
+    lines.append("".join(line) + text[start:])
     return lines
 
 

@@ -177,3 +177,11 @@ def test_split_command_keeps_a_quoted_multiline_argument_in_one_command() -> Non
     segs = split_command("printf '%s\\n' 'first\n1. second\n2. third' && git status")
     assert [s.argv[0] for s in segs] == ["printf", "git"]
     assert segs[0].argv[2] == "first\n1. second\n2. third"
+
+
+def test_a_continued_line_is_one_command_without_its_backslash_newline() -> None:
+    segs = split_command("find . -name '*.py' \\\n  | xargs grep -n foo \\\n  | head -5")
+    assert [s.argv[0] for s in segs] == ["find", "grep", "head"]  # xargs is a wrapper: peeled
+    assert segs[1].argv == ["grep", "-n", "foo"]
+    # inside single quotes a backslash-newline is text
+    assert split_command("printf 'a\\\nb'")[0].argv == ["printf", "a\\\nb"]
