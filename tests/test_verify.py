@@ -294,3 +294,18 @@ def test_a_program_the_record_shows_missing_is_missing_in_the_target_too() -> No
     assert reason(episode(run(("applypatch < p.diff", "patched\n", 0)))) == "unknown_program"
     # a harness's tool name is never a command, whatever the record printed
     assert reason(episode(run(("goto 3", "bash: goto: command not found\n", 127)))) == "harness_tool"
+
+
+@pytest.mark.parametrize("content", ["a\nb\n", "a\nb", "", "\n", "x = '''EOF'''\n"])
+def test_a_converters_create_is_read_back_as_the_text_it_writes(content: str) -> None:
+    from pipeline.convert import edits
+    from pipeline.convert.runfiles import created_file
+
+    cmd = edits.create_command(
+        "/testbed/pkg/x.py", content, "File created successfully at: /testbed/pkg/x.py"
+    )
+    got = created_file(cmd)
+    # a create the reader does not know is no proof, never a wrong text
+    assert got is None or got == ("/testbed/pkg/x.py", content)
+    if content.strip():
+        assert got == ("/testbed/pkg/x.py", content)

@@ -205,15 +205,22 @@ def _cat_n_text(output: str) -> str | None:
 
 
 def created_file(command: str) -> tuple[str, str] | None:
-    """``(path, text)`` of a converter's create: a quoted ``cat > FILE <<'EOF'`` (no truncation),
-    or SWE-agent's ``create`` (one empty line, then its window)."""
+    """``(path, text)`` of a converter's create: a quoted ``cat > FILE <<'EOF'`` (the heredoc's
+    final newline cut again by ``&& truncate -s -1 FILE`` for a text without one), or SWE-agent's
+    ``create`` (one empty line, then its window)."""
     e = re.match(r"\Aprintf '\\n' > ('(?:[^']|'\\'')*'|\S+) && awk ", command)
     if e is not None:
         return _abs(split_command(f"cat {e.group(1)}")[0].argv[1]), "\n"
     m = re.match(r"\A(?:mkdir -p \S+ && )?cat > (\S+) <<'(\w+)'([^\n]*)\n(.*)\n\2\Z", command, re.S)
-    if m is None or "truncate" in m.group(3):
+    if m is None:
         return None
     path = m.group(1).strip("'")
+    # the converter's own cut: the file's path again, right after the heredoc's opening line
+    cut = re.match(r" && truncate -s -1 (\S+)(?: && |$)", m.group(3))
+    if cut is not None and cut.group(1).strip("'") == path:
+        return _abs(path), m.group(4)
+    if m.group(3) and not m.group(3).startswith(" && printf "):
+        return None  # something else runs after the heredoc: not one of the converter's creates
     return _abs(path), m.group(4) + "\n"
 
 
