@@ -901,7 +901,7 @@ writes one line per run, `{source_uid, format, messages}` when published and `{s
 of a list of runs, else 0) and `<file name>#L<line>` (1-based) for JSON Lines. `bench/wild.py` calls
 `convert` on groups of files with distinct names, so the file name names the source file. A violation's
 kind (`rule/kind` in `wild.json`) is its sub-reason (`submission/missing_submit`, `patch_mismatch`,
-`patch_redacted`, `unexpected_submit`), the tool name (`exec/str_replace_editor`) or the decoration
+`unexpected_submit`), the tool name (`exec/str_replace_editor`) or the decoration
 pattern (`decoration/cat_n_note`). `run --reuse-converted` checks the outputs an earlier run left in
 `OUT/convert` again without converting (for work on the checker; never for a measurement)."""
 

@@ -29,8 +29,9 @@ Rules, method and limits
     (``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``) and a last user message equal to the patch (the sentinel
     line aside; compared with trailing spaces, blank edge lines and CRs removed, the source's checkout
     roots rewritten to ``/testbed``); a run the source says did not submit must not end so. Examples name
-    the sub-reason: ``missing_submit``, ``patch_mismatch``, ``patch_redacted`` (equal but for ``<REDACTED:kind>``
-    placeholders the scrub step wrote into it), ``unexpected_submit``.
+    the sub-reason: ``missing_submit``, ``patch_mismatch``, ``unexpected_submit``; a patch equal but for the ``<REDACTED:kind>``
+    placeholders the scrub step wrote into it is no violation (the pipeline's one documented change to
+    a submission).
 ``decoration``
     An observation holding harness decoration (:data:`DECORATIONS`: SWE-agent's viewer header, ``(N more
     lines above/below)``, its prompt lines and templates; OpenHands' ``<response clipped>``, ``cat -n``
@@ -578,10 +579,10 @@ def _check_submission(
                 _norm_patch(_after_sentinel(contents[-1]), roots),
                 _norm_patch(patch or "", roots),
             )
-            if final != recorded:
-                why = "patch_redacted" if _only_redacted(final, recorded) else "patch_mismatch"
+            # a secret the scrub step redacted is the one documented change a patch may carry
+            if final != recorded and not _only_redacted(final, recorded):
                 out["submission"].append(
-                    f"{why}: final message {len(contents[-1])} chars, record {len(patch or '')} ({note}): "
+                    f"patch_mismatch: final message {len(contents[-1])} chars, record {len(patch or '')} ({note}): "
                     f"{_short(_after_sentinel(contents[-1]), 60)}"
                 )
     elif status == "not_submitted" and ends_in_submit:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from types import SimpleNamespace
 from typing import Any
 
 import polars as pl
 
-from pipeline.stages.convert import _frame, _messages, work_frame
-from pipeline.stages.verify import Verify
+from pipeline.stages.convert import Convert, _frame, _messages, work_frame
 from schemas.run import WORK, empty
 from tests.builders import CTX
 
@@ -106,13 +104,13 @@ def test_the_collector_stays_paused_until_the_batch_is_built(monkeypatch: Any) -
 
     seen: list[bool] = []
 
-    def collect(self: Verify, kept: list[Any]) -> pl.DataFrame:
+    def collect(self: Convert, kept: list[Any]) -> pl.DataFrame:
         seen.append(gc.isenabled())
         return empty(WORK)
 
-    monkeypatch.setattr(Verify, "one", lambda self, item, counters: {})
-    monkeypatch.setattr(Verify, "collect", collect)
+    monkeypatch.setattr(Convert, "one", lambda self, item, counters: {})
+    monkeypatch.setattr(Convert, "collect", collect)
     assert gc.isenabled()
-    Verify(CTX)([SimpleNamespace(conv=SimpleNamespace(outputs=[]))])
+    Convert(CTX)([object()])
     assert seen == [False]
     assert gc.isenabled()

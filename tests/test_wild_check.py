@@ -175,10 +175,12 @@ def test_source_record_reads_rows_and_lines() -> None:
     assert wild_check.source_record(json.dumps(events).encode(), "row=0") == events
 
 
-def test_a_patch_changed_only_by_redactions_is_told_apart() -> None:
+def test_a_patch_changed_only_by_redactions_is_no_violation() -> None:
     secret = PATCH.replace("+b", "+password=hunter2")
     redacted = run(turn("ls", ""), submit=PATCH.replace("+b", "+password=<REDACTED:env_secret>"))
-    assert violations(redacted, mini_record(submission=secret))["submission"][0].startswith("patch_redacted")
+    assert "submission" not in violations(redacted, mini_record(submission=secret))
+    other = run(turn("ls", ""), submit=PATCH.replace("+b", "+password=<REDACTED:env_secret>\n+c"))
+    assert violations(other, mini_record(submission=secret))["submission"][0].startswith("patch_mismatch")
 
 
 def test_roots_keep_only_the_outermost_working_directory() -> None:

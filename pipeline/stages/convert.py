@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from pipeline.convert.render import message_roles, render_contents
 from pipeline.core.rows import dataset_of, work_row
-from pipeline.stages.base import RunStep
+from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.parse import Parsed
 from schemas.run import WORK, empty, polars_schema
 
@@ -28,6 +28,15 @@ class Converting:
     parsed: Parsed
     conv: Converted
     row: dict[str, Any]  # its WORK row, ``messages`` only their contents (``work_frame``)
+
+
+class ConvertedBatch(list[Converting]):
+    """A batch's converted runs, in order, and their WORK frame (row ``i`` is run ``i``): the
+    verify step keeps the frame's rows of the runs it passes."""
+
+    def __init__(self, items: list[Converting], frame: pl.DataFrame) -> None:
+        super().__init__(items)
+        self.frame = frame
 
 
 class Convert(RunStep[Parsed, list[Converting]]):
@@ -56,6 +65,13 @@ class Convert(RunStep[Parsed, list[Converting]]):
     )
     namespaces = ("dialect_drops", "dialect_turns")
 
+    def process(self, batch: list[Parsed]) -> StageOutput[list[Converting]]:
+        # the collector stays paused until the batch's rows are in the frame and freed: resumed
+        # before the frame is built (as the base does), it scans every message dict of the batch
+        # at least once more before they are dropped
+        with paused_gc():
+            return super().process(batch)
+
     def one(self, item: Parsed, counters: Counter[str]) -> Converting:
         from pipeline.convert import convert_turns
 
@@ -65,6 +81,12 @@ class Convert(RunStep[Parsed, list[Converting]]):
         row = work_row(item.raw, item.episode, conv)
         row["messages"] = render_contents(*conv.rendering())
         return Converting(item, conv, row)
+
+    def collect(self, kept: list[Any]) -> ConvertedBatch:
+        frame = work_frame([item.row for item in kept])
+        for item in kept:
+            item.row = {}  # its values are in the frame now
+        return ConvertedBatch(kept, frame)
 
     def where(self, item: Parsed) -> tuple[str, int | None, str]:
         return item.raw.source_uid, item.raw.epoch, dataset_of(item.raw)

@@ -1,7 +1,7 @@
 """Verify: every converted run checked against its own record, fail-closed (``pipeline/verify/``).
 
 A run that breaks a rule is dropped as ``verify/<rule>`` and never reaches the later steps; a
-kept run becomes its WORK row (messages rendered from the checked turns).
+kept run keeps its row of the WORK frame convert built for the batch.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import polars as pl
 from pipeline.core.episode import PipelineDrop
 from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep, StageOutput, paused_gc
-from pipeline.stages.convert import Converting, work_frame
+from pipeline.stages.convert import ConvertedBatch, Converting, work_frame
 from pipeline.verify import REASONS, verify
 from pipeline.verify.decoration import decoration_suspects
+from schemas.run import WORK, empty
 
 
 class Verify(RunStep[Converting, pl.DataFrame]):
@@ -25,8 +26,13 @@ class Verify(RunStep[Converting, pl.DataFrame]):
     namespaces = ("dialect_drops",)
     _suspects: list[set[int]]
     _batch: dict[int, int]
+    _frame: pl.DataFrame
 
     def process(self, batch: list[Converting]) -> StageOutput[pl.DataFrame]:
+        # convert built the batch's frame (row i is run i): the runs that pass keep their rows
+        self._frame = (
+            batch.frame if isinstance(batch, ConvertedBatch) else work_frame([item.row for item in batch])
+        )
         # which outputs may hold harness decoration: one search of the batch's outputs (polars'
         # regex engine), so the per-pattern checks run only on those
         self._suspects = decoration_suspects([item.conv.outputs for item in batch])
@@ -36,15 +42,17 @@ class Verify(RunStep[Converting, pl.DataFrame]):
         with paused_gc():
             return super().process(batch)
 
-    def one(self, item: Converting, counters: Counter[str]) -> dict[str, Any]:
-        suspects = self._suspects[self._batch[id(item)]]
-        violation = verify(item.parsed.episode, item.conv, suspects=suspects)
+    def one(self, item: Converting, counters: Counter[str]) -> int:
+        i = self._batch[id(item)]
+        violation = verify(item.parsed.episode, item.conv, suspects=self._suspects[i])
         if violation is not None:
             raise PipelineDrop(self.name, violation.rule, violation.detail)
-        return item.row
+        return i
 
     def collect(self, kept: list[Any]) -> pl.DataFrame:
-        return work_frame(kept)
+        if not kept:
+            return empty(WORK)
+        return self._frame if len(kept) == self._frame.height else self._frame[kept]
 
     def where(self, item: Converting) -> tuple[str, int | None, str]:
         raw = item.parsed.raw
