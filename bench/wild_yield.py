@@ -62,6 +62,23 @@ def table(before: dict[str, Any], after: dict[str, Any], name: str) -> list[str]
     return [*lines, ""]
 
 
+def verify_drops(after: dict[str, Any]) -> list[str]:
+    """The verify step's drops per rule (rows) and family (columns), all sets."""
+    fams = after["sets"]["all"]
+    rules = sorted({r for f in fams.values() for r in f["drops"] if r.startswith("verify/")})
+    names = sorted(fams)
+    lines = [
+        "### verify's drops per rule and family (all sets)",
+        "",
+        "| rule | " + " | ".join(names) + " | total |",
+        "|---|" + "---:|" * (len(names) + 1),
+    ]
+    for rule in rules:
+        row = [int(fams[f]["drops"].get(rule, 0)) for f in names]
+        lines.append(f"| `{rule}` | " + " | ".join(str(n) for n in row) + f" | {sum(row)} |")
+    return [*lines, ""]
+
+
 def main(old: Path, new: Path, out: Path) -> None:
     before, after = json.loads(old.read_text()), json.loads(new.read_text())
     lines = [
@@ -75,6 +92,7 @@ def main(old: Path, new: Path, out: Path) -> None:
     ]
     for name in ("all", "dev", "held-out"):
         lines += table(before, after, name)
+    lines += verify_drops(after)
     out.write_text("\n".join(lines))
     print("\n".join(lines))
 

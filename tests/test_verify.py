@@ -309,3 +309,9 @@ def test_a_converters_create_is_read_back_as_the_text_it_writes(content: str) ->
     assert got is None or got == ("/testbed/pkg/x.py", content)
     if content.strip():
         assert got == ("/testbed/pkg/x.py", content)
+
+
+def test_arithmetic_is_no_program() -> None:
+    # real shape (SWE-agent/mini-swe-agent's deepseek runs): seq over $((LINE+1))
+    progs, _ = programs_of("for i in $(seq $((LINE+1)) $((LINE+10))); do echo $i; done; ((n++))")
+    assert progs == ["seq", "echo"]

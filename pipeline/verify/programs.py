@@ -177,6 +177,8 @@ def programs_of(command: str, segments: list[Segment] | None = None) -> tuple[li
             argv = argv[1:]  # ``2>&1``: the lexer split the redirection at its "&"
         prev_redirect = bool(argv) and bool(_REDIRECT.match(argv[-1]))
         prev_op = seg.op
+        if seg.op.startswith("))"):
+            continue  # the inside of an arithmetic ``$((...))`` or ``((...))``: no program
         while argv and (argv[0] in _LEADING_KEYWORDS or _REDIRECT.match(argv[0])):
             if _REDIRECT.match(argv[0]) and argv[0].rstrip("0123456789&") in ("<", ">", ">>", "&>", "<<<"):
                 argv = argv[2:]  # ``> file cmd``: the operator and its target
