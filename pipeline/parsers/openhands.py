@@ -338,14 +338,34 @@ def parse_openhands(raw: RawRun) -> Episode:
     patch = recorded_patch(payload)
     if patch and steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
         steps[-1].observation = patch  # the run's submission, as the record kept it
-    instance: dict[str, Any] = payload["instance"] if isinstance(payload.get("instance"), dict) else {}
     llm = payload.get("metadata", {}).get("llm_config") if isinstance(payload.get("metadata"), dict) else None
     if model == "unknown" and isinstance(llm, dict):
         model = opt_str(llm.get("model")) or model
+    return record_episode(
+        raw, payload, task_text, steps, counters, dialect="events", harness="openhands", model=model,
+        root=_root(task_text, steps, working_dir),
+    )  # fmt: skip
+
+
+def record_episode(
+    raw: RawRun,
+    payload: dict[str, Any],
+    task_text: str,
+    steps: list[Step],
+    counters: Counter[str],
+    *,
+    dialect: str,
+    harness: str,
+    model: str,
+    root: str | None,
+) -> Episode:
+    """The Episode of an OpenHands record (V0 or V1 events): its task ids from the record and
+    its ``instance``, its submission by :func:`_submission`."""
+    instance: dict[str, Any] = payload["instance"] if isinstance(payload.get("instance"), dict) else {}
     ep = make_episode(
         task_text=task_text,
         steps=steps,
-        dialect="events",
+        dialect=dialect,
         counters=counters,
         instance_id=opt_str(payload.get("instance_id"))
         or (opt_str(payload.get("__file__")) or "").removesuffix(".json")
@@ -356,13 +376,13 @@ def parse_openhands(raw: RawRun) -> Episode:
         base_commit=opt_str(instance.get("base_commit") or payload.get("base_commit")),
         patch=None,
         origin=raw.origin,
-        harness="openhands",
+        harness=harness,
         model=model,
         source_uid=raw.source_uid,
         resolved=_resolved(payload),
         fold_group=None,
         epoch=raw.epoch,
-        root_hint=_root(task_text, steps, working_dir),
+        root_hint=root,
     )
     ep.meta.submission = _submission(payload, steps)
     return ep

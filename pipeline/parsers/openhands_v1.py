@@ -73,7 +73,6 @@ from pipeline.parsers.common import (
     as_dict,
     as_list,
     join_thought,
-    make_episode,
     opt_str,
     repair_after_format_errors,
     strip_think,
@@ -84,9 +83,8 @@ from pipeline.parsers.format import Format, Machines
 from pipeline.parsers.openhands import (
     _EDITOR_KEYS,
     _REJECTED_CALL_RE,
-    _resolved,
     _root,
-    _submission,
+    record_episode,
     recorded_patch,
 )
 from pipeline.parsers.sweagent import prints_final_newline
@@ -286,32 +284,11 @@ def parse_openhands_v1(raw: RawRun) -> Episode:
     steps = _without_refused(steps, refused, counters)
     if steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
         steps[-1].observation = recorded_patch(payload)  # the run's submission, as recorded
-    instance = payload["instance"] if isinstance(payload.get("instance"), dict) else {}
     llm = sub_dict(payload["metadata"], "llm") if isinstance(payload.get("metadata"), dict) else {}
-    ep = make_episode(
-        task_text=task_text,
-        steps=steps,
-        dialect="events_v1",
-        counters=counters,
-        instance_id=opt_str(payload.get("instance_id"))
-        or (opt_str(payload.get("__file__")) or "").removesuffix(".json")
-        or raw.source_uid,
-        repo=opt_str(payload.get("repo")) or opt_str(instance.get("repo")) or "",
-        pool="openhands",
-        language="unknown",
-        base_commit=opt_str(instance.get("base_commit") or payload.get("base_commit")),
-        patch=None,
-        origin=raw.origin,
-        harness="openhands-sdk",
-        model=opt_str(llm.get("model")) or "unknown",
-        source_uid=raw.source_uid,
-        resolved=_resolved(payload),
-        fold_group=None,
-        epoch=raw.epoch,
-        root_hint=_root(task_text, steps, working_dir),
-    )
-    ep.meta.submission = _submission(payload, steps)
-    return ep
+    return record_episode(
+        raw, payload, task_text, steps, counters, dialect="events_v1", harness="openhands-sdk",
+        model=opt_str(llm.get("model")) or "unknown", root=_root(task_text, steps, working_dir),
+    )  # fmt: skip
 
 
 def _without_refused(steps: list[Step], refused: set[int], counters: Counter[str]) -> list[Step]:
