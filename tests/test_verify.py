@@ -315,3 +315,14 @@ def test_arithmetic_is_no_program() -> None:
     # real shape (SWE-agent/mini-swe-agent's deepseek runs): seq over $((LINE+1))
     progs, _ = programs_of("for i in $(seq $((LINE+1)) $((LINE+10))); do echo $i; done; ((n++))")
     assert progs == ["seq", "echo"]
+
+
+def test_an_edit_of_a_file_not_known_is_not_run() -> None:
+    from pipeline.convert import edits
+    from pipeline.convert.runfiles import Files, edit_script, run_edit
+
+    script = edit_script(edits.replace_command("/testbed/a.py", [("x", "y", False)], "ok"))
+    assert script is not None
+    assert run_edit(script[0], Files()) is None
+    out = run_edit(script[0], Files({"/testbed/a.py": "x\n"}))
+    assert out is not None and (out.printed, out.code, out.text) == ("ok", 0, "y\n")

@@ -21,6 +21,7 @@ again once displayed whole. :class:`RunFiles` forgets by what a command can writ
 
 from __future__ import annotations
 
+import ast
 import dis
 import io
 import posixpath
@@ -286,9 +287,30 @@ def edit_script(command: str) -> tuple[str, str] | None:
     return m.group(3), m.group(2).strip().removeprefix("&&").strip()
 
 
+# the converter's edit scripts name their one file first (``path = '…'``) and read it whole
+_PATH_LINE = re.compile(r"^path = (.+)$", re.M)
+
+
+def _reads_unknown(script: str, files: Files) -> bool:
+    """Whether a converter's edit script reads a file whose text is not known (most edits: a file
+    is rarely displayed whole before it is edited), told from its text without compiling it."""
+    if "f.read()" not in script:
+        return False
+    m = _PATH_LINE.search(script)
+    if m is None:
+        return False
+    try:
+        path = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(path, str) and files.text(_abs(path)) is None
+
+
 def run_edit(script: str, files: Files) -> Outcome | None:
     """The script run on the known files; None when it reads a file not known, or is not one of
     the converter's plain edit scripts (then nothing is proven by running it)."""
+    if _reads_unknown(script, files):
+        return None  # it would stop at its read: not compiled for nothing
     try:
         code_obj = compile(script, "<edit>", "exec")
     except (SyntaxError, ValueError):
