@@ -520,7 +520,7 @@ def test_an_editor_call_refused_for_its_arguments_is_removed_like_a_format_error
     assert not any(s.observation.startswith("ERROR:\nParameter `old_str` is required") for s in ep.steps)
     # the reply after it is kept unless it refers to the refused call
     from pipeline.core.episode import ParseError
-    from pipeline.parsers.openhands import _without_rejected_calls
+    from pipeline.parsers.openhands import is_rejected_call, without_refused_calls
 
     refused = Step(
         "Edit.",
@@ -528,7 +528,11 @@ def test_an_editor_call_refused_for_its_arguments_is_removed_like_a_format_error
         "ERROR:\nParameter `old_str` is required for command: str_replace.",
     )
     with pytest.raises(ParseError) as err:
-        _without_rejected_calls([refused, Step("Sorry, I forgot old_str.", Bash("ls"), "", 0)], ep.counters)
+        without_refused_calls(
+            [refused, Step("Sorry, I forgot old_str.", Bash("ls"), "", 0)],
+            ep.counters,
+            lambda _n, st: is_rejected_call(st),
+        )
     assert err.value.reason == "format_error_reference"
 
 

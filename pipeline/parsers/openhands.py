@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, cast
 
 from pipeline.core.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
@@ -333,7 +334,7 @@ def parse_openhands(raw: RawRun) -> Episode:
         step.returncode = code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else rc
     if task_text is None:
         raise ParseError("no_task", "no user message event")
-    steps = _without_rejected_calls(steps, counters)
+    steps = without_refused_calls(steps, counters, lambda _n, st: is_rejected_call(st))
     payload = raw.payload
     patch = recorded_patch(payload)
     if patch and steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
@@ -404,16 +405,24 @@ _REJECTED_CALL_RE = re.compile(
 )
 
 
-def _without_rejected_calls(steps: list[Step], counters: Counter[str]) -> list[Step]:
-    """A call the editor refused for its arguments ran nothing: like mini-swe-agent's format
-    error, the exchange is removed (``parse/rejected_call_removed``), with the same policy for
-    the reply after it (``pipeline/parsers/format_errors.py``: its sentences about the refused call
-    removed, the run dropped when what is left still refers to it)."""
+def is_rejected_call(step: Step) -> bool:
+    """A tool call the editor refused for its arguments before doing anything."""
+    return isinstance(step.call, ToolCall) and _REJECTED_CALL_RE.match(step.observation) is not None
+
+
+def without_refused_calls(
+    steps: list[Step], counters: Counter[str], refused: Callable[[int, Step], bool]
+) -> list[Step]:
+    """The steps without the calls the harness refused (``refused(index, step)``): a refused call
+    ran nothing, so like mini-swe-agent's format error the exchange is removed
+    (``parse/rejected_call_removed``), with the same policy for the reply after it
+    (``pipeline/parsers/format_errors.py``: its sentences about the refused call removed, the run
+    dropped when what is left still refers to it)."""
     kept: list[Step] = []
     repair: list[int] = []
     after = False
-    for st in steps:
-        if isinstance(st.call, ToolCall) and _REJECTED_CALL_RE.match(st.observation):
+    for n, st in enumerate(steps):
+        if refused(n, st):
             counters["parse/rejected_call_removed"] += 1
             after = True
             continue

@@ -74,7 +74,6 @@ from pipeline.parsers.common import (
     as_list,
     join_thought,
     opt_str,
-    repair_after_format_errors,
     strip_think,
     sub_dict,
     text_of,
@@ -82,10 +81,11 @@ from pipeline.parsers.common import (
 from pipeline.parsers.format import Format, Machines
 from pipeline.parsers.openhands import (
     _EDITOR_KEYS,
-    _REJECTED_CALL_RE,
     _root,
+    is_rejected_call,
     record_episode,
     recorded_patch,
+    without_refused_calls,
 )
 from pipeline.parsers.sweagent import prints_final_newline
 
@@ -281,7 +281,12 @@ def parse_openhands_v1(raw: RawRun) -> Episode:
     task_text = task_text if task_text is not None else opt_str(payload.get("instruction"))
     if task_text is None:
         raise ParseError("no_task", "no user message event and no instruction")
-    steps = _without_refused(steps, refused, counters)
+    # the terminal's refusals, and V0's editor argument refusals
+    steps = without_refused_calls(
+        steps,
+        counters,
+        lambda n, st: n in refused or (_is_editor(st) and is_rejected_call(st)),
+    )
     if steps and isinstance(steps[-1].call, ToolCall) and steps[-1].call.name == "finish":
         steps[-1].observation = recorded_patch(payload)  # the run's submission, as recorded
     llm = sub_dict(payload["metadata"], "llm") if isinstance(payload.get("metadata"), dict) else {}
@@ -291,25 +296,8 @@ def parse_openhands_v1(raw: RawRun) -> Episode:
     )  # fmt: skip
 
 
-def _without_refused(steps: list[Step], refused: set[int], counters: Counter[str]) -> list[Step]:
-    """The steps without the calls the harness refused (the terminal's refusals, V0's editor
-    argument refusals): the exchange is removed and the reply after it repaired, V0's policy
-    (``openhands._without_rejected_calls``)."""
-    kept: list[Step] = []
-    repair: list[int] = []
-    after = False
-    for n, st in enumerate(steps):
-        editor = isinstance(st.call, ToolCall) and st.call.name == "str_replace_editor"
-        if n in refused or (editor and _REJECTED_CALL_RE.match(st.observation)):
-            counters["parse/rejected_call_removed"] += 1
-            after = True
-            continue
-        if after:
-            repair.append(len(kept))
-        after = False
-        kept.append(st)
-    repair_after_format_errors(kept, repair, counters)
-    return kept
+def _is_editor(step: Step) -> bool:
+    return isinstance(step.call, ToolCall) and step.call.name == "str_replace_editor"
 
 
 def is_v1_event_list(x: Any) -> bool:
