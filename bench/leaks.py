@@ -29,8 +29,8 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
 from pipeline.reference.secrets import PATTERNS, SECRET_KINDS, find_secrets
+from pipeline.stages.context import Context
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 from pipeline.stages.scrub import Scrub
 from schemas.run import WORK, polars_schema

@@ -21,11 +21,11 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.core.config import Config, Limits
-from pipeline.core.context import Context
 from pipeline.core.episode import Quarantined
 from pipeline.orchestration.process import run_steps
 from pipeline.parsers.files import iter_trajectory_file
 from pipeline.stages import STEPS
+from pipeline.stages.context import Context
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 
 SUFFIXES = (".traj", ".json", ".jsonl", ".gz")

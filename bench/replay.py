@@ -10,7 +10,7 @@ public, the base tree is checked out once from a local git mirror of the upstrea
 ``<owner>__<name>.git``) into ``<cache>/trees/<owner>__<name>@<commit>`` and committed in a fresh
 git repo (content exact: ``read-tree`` + ``checkout-index``, so no ``export-subst``/``export-ignore``
 rewriting as ``git archive`` would do). Each run is replayed in a scratch copy with ``/testbed``
-mapped onto it (pipeline/replay.py: a private mount namespace and root when run as root, else
+mapped onto it (pipeline/devkit/replay.py: a private mount namespace and root when run as root, else
 path rewriting), every converted command in order, each compared with the converted observation;
 then the final ``git add -A && git diff --cached`` with the run's recorded patch.
 
@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.core.episode import RawRun  # noqa: E402
+from pipeline.devkit.replay import Replay, Turn, make_shell, replay_turns, short_diff, turns_of  # noqa: E402
 from pipeline.orchestration.convert_files import convert_files  # noqa: E402
 from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
-from pipeline.replay import Replay, Turn, make_shell, replay_turns, short_diff, turns_of  # noqa: E402
 
 TASKS_FILE = ROOT / "bench" / "replay_tasks.json"
 FINAL_DIFF = "git add -A && git diff --cached"

@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import Config
+from pipeline.devkit.synth.corpus import synth
 from pipeline.orchestration.runner import run_pipeline
 from pipeline.reference.secrets import find_secrets
-from pipeline.synth.corpus import synth
 from tests.conftest import BENCH
 
 # the whole sample build: minutes, not seconds (`make test-fast` skips them)

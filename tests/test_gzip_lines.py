@@ -12,7 +12,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.sources.base import iter_gzip_lines
+from pipeline.io.gzlines import iter_gzip_lines
 
 MiB = 1 << 20
 

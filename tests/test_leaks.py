@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from pipeline.leaks.ngrams import token_hashes, token_hashes_regex
 from pipeline.leaks.rules import maybe_attempt
-from pipeline.shell import PLAIN, shlex_split, split_command
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from pipeline.text.shell import PLAIN, shlex_split, split_command
 from tests.builders import SUBMIT, ctx, work_frame
 from tests.builders import run_row as work_row
 from tests.conftest import BENCH, REAL

@@ -13,8 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.orchestration.convert_files import convert_files
-from pipeline.replay import (
+from pipeline.devkit.replay import (
     RewriteShell,
     Turn,
     local_replay,
@@ -25,6 +24,7 @@ from pipeline.replay import (
     turns_of,
     whole_display,
 )
+from pipeline.orchestration.convert_files import convert_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FILES = sorted(
@@ -159,7 +159,7 @@ def test_replay_turns_of_a_converted_run(converted: list[dict]) -> None:
 
 
 def test_file_dates_alone_are_told_apart_from_other_differences() -> None:
-    from pipeline.replay import dates_only
+    from pipeline.devkit.replay import dates_only
 
     ours = "-rw-r--r-- 1 root root   61 Nov 30 21:31 Dockerfile\n"
     assert dates_only("-rw-r--r-- 1 root root   61 Jul 17 01:31 Dockerfile\n", ours)

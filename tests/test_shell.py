@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pipeline.convert.tools import peel_wrappers as convert_peel
 from pipeline.leaks.rules import classify, make_task
-from pipeline.shell import peel_wrappers, split_command
+from pipeline.text.shell import peel_wrappers, split_command
 
 INNER = ["git", "log", "--all", "-p"]
 
@@ -168,7 +168,7 @@ def _shlex_reference(line: str) -> list[str]:
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=" \t\r\n'\"\\#;&|()<>=$-_./~*ab01\u00a0é", max_size=40))
 def test_the_regex_lexer_gives_shlex_s_tokens(line: str) -> None:
-    from pipeline.shell import shlex_split
+    from pipeline.text.shell import shlex_split
 
     assert shlex_split(line) == _shlex_reference(line)
 

@@ -14,8 +14,9 @@ import pytest
 
 from pipeline.core.config import Limits
 from pipeline.core.episode import Quarantined, RawRun
+from pipeline.io.http import UnsafeKey, resolve_key
 from pipeline.sources import affine, swelego
-from pipeline.sources.base import ShardVerdict, UnsafeKey, resolve_key
+from pipeline.sources.base import ShardVerdict
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
 
 

@@ -7,9 +7,9 @@ from typing import get_args
 
 import polars as pl
 
-from pipeline.core.ledger import sorted_drops
 from pipeline.stages import GLOBAL_STEPS, STAGE_ORDER, STEPS, UNIT_STEPS
 from pipeline.stages.base import Stage, StageName, StageOutput
+from pipeline.store.ledger import sorted_drops
 from schemas.run import WORK, empty
 from tests.builders import CTX
 from tests.builders import ledger_batch as batch_of

@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.convert import convert_turns
 from pipeline.core.episode import Bash, Episode, Meta, Step, Task, ToolCall
-from pipeline.shell import split_command
 from pipeline.stages.verify import Verify
+from pipeline.text.shell import split_command
 from pipeline.verify import RULES, verify
 from pipeline.verify.decoration import decoration_in
 from pipeline.verify.effects import edit_violation

@@ -20,15 +20,15 @@ from typing import Any, cast
 import polars as pl
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context, reference_cache
 from pipeline.core.episode import Quarantined, RawRun
-from pipeline.core.rows import dataset_of
-from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from pipeline.io.faults import crashpoint
-from pipeline.sources import affine, swelego
+from pipeline.sources import source_of
 from pipeline.sources.base import ShardVerdict, Unit
 from pipeline.stages.base import Step, paused_gc
+from pipeline.stages.context import Context, reference_cache
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
+from pipeline.stages.rows import dataset_of
+from pipeline.store.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from schemas.run import DROPS, WORK, empty
 
 QUARANTINE = Quarantine.name
@@ -70,9 +70,7 @@ def worker_setup(config: Config) -> tuple[Context, list[Step[Any, Any]]]:
 
 
 def read_unit(unit: Unit, config: Config) -> Iterator[RawRun | Quarantined | ShardVerdict]:
-    if unit.source == "swelego":
-        return swelego.read_unit(unit, config.limits)
-    return affine.read_unit(unit, config.limits)
+    return source_of(unit.source).read_unit(unit, config.limits)
 
 
 class StepTimes:

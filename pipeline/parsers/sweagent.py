@@ -183,14 +183,14 @@ _CD_THEN = re.compile(r"\Acd\s+(?:'[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(\S.*)
 
 def _chained(line: str) -> bool:
     """Whether a tool's command line goes on past the tool (``open a.py && goto 50``)."""
-    from pipeline.shell import shlex_split
+    from pipeline.text.shell import shlex_split
 
     return any(t in _CHAIN_OPS for t in shlex_split(line))
 
 
 def _inner_tool(command: str, tools: frozenset[str]) -> str | None:
     """The first tool a one-line command runs after its first simple command, if any."""
-    from pipeline.shell import split_command  # the project's shell lexer
+    from pipeline.text.shell import split_command  # the project's shell lexer
 
     try:
         segs = split_command(command)
@@ -505,7 +505,7 @@ def _operands(argv: list[str]) -> list[str]:
 def prints_final_newline(command: str) -> bool:
     """Whether ``command``'s output ends with a newline, decided from its last program (policy
     above); False when that cannot be known."""
-    from pipeline.shell import split_command  # the project's shell lexer
+    from pipeline.text.shell import split_command  # the project's shell lexer
 
     segs = split_command(_FD_REDIRECT.sub(" ", command))
     while segs:

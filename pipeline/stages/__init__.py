@@ -11,12 +11,10 @@ kernels) would add a second to its start-up.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
-from pipeline.stages.base import StageName, Step
-
-# The ledger's stage order: StageName's, which STEPS declares in the same order (tests/test_steps.py).
-STAGE_ORDER: tuple[StageName, ...] = get_args(StageName)
+from pipeline.core.stages import STAGE_ORDER
+from pipeline.stages.base import Step
 
 if TYPE_CHECKING:
     STEPS: tuple[type[Step[Any, Any]], ...]

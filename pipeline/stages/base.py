@@ -3,7 +3,7 @@
 A step has a ``name`` (its ledger stage), the ``reasons`` it may drop a run for, and one method,
 :meth:`Step.process`, from a batch to a :class:`StageOutput` (kept batch, dropped rows with
 ``(stage, reason, detail)``, counters). It is built once per worker with the
-:class:`~pipeline.core.context.Context` (so it can build its indexes once) and then called on batches.
+:class:`~pipeline.stages.context.Context` (so it can build its indexes once) and then called on batches.
 A call does no I/O and knows nothing about executors; counters merge by addition.
 
 The base's :meth:`Step.__call__` owns what every step shares, as datatrove's ``BaseFilter.run``
@@ -26,30 +26,16 @@ from collections import Counter
 from collections.abc import Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import polars as pl
 
 from pipeline.core.episode import PipelineDrop
+from pipeline.core.stages import StageName
 from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
-    from pipeline.core.context import Context
-
-# The ledger's stages, in ledger order. ``pipeline.stages.STEPS`` declares one step per name
-# (tests/test_steps.py checks that the two agree).
-StageName = Literal[
-    "quarantine",
-    "parse",
-    "convert",
-    "verify",
-    "task_dedup",
-    "solution_leak",
-    "benchmark_leak",
-    "scrub",
-    "validate",
-    "traj_dedup",
-]
+    from pipeline.stages.context import Context
 
 DETAIL_LIMIT = 2000  # characters of a drop's detail kept in the ledger
 TRACEBACK_LIMIT = 1500  # characters of a crash's traceback kept (its innermost frames)

@@ -6,8 +6,8 @@ from collections import Counter
 from typing import ClassVar, NamedTuple
 
 from pipeline.core.episode import Episode, RawRun
-from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep
+from pipeline.stages.rows import dataset_of
 
 
 class Parsed(NamedTuple):

@@ -27,7 +27,7 @@ from pipeline.stages.base import Stage, StageOutput, drops_from
 from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
-    from pipeline.core.context import Context
+    from pipeline.stages.context import Context
 
 MIN_COMMIT = 7  # shortest commit prefix that identifies a checkout (git's default abbreviation)
 _SWESMITH_PR = r"^(.+?)\.[0-9a-f]{8}\.pr_(\d+)$"

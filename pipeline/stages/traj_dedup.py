@@ -19,9 +19,9 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.core.config import DedupParams
-from pipeline.core.context import Context
 from pipeline.dedup.lsh import candidate_pairs, union_find, verify
 from pipeline.stages.base import Stage, StageOutput, drops_from
+from pipeline.stages.context import Context
 
 STAGE = "traj_dedup"
 

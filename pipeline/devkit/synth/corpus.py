@@ -35,10 +35,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.synth import affine_writer
-from pipeline.synth.content import REPOS, SECRET_KINDS, Repo, RepoSpec, digest, make_repo, rand_hex
-from pipeline.synth.plan import RunBuilder, TaskInfo, build_run, make_task
-from pipeline.synth.render import (
+from pipeline.devkit.synth import affine_writer
+from pipeline.devkit.synth.content import REPOS, SECRET_KINDS, Repo, RepoSpec, digest, make_repo, rand_hex
+from pipeline.devkit.synth.plan import RunBuilder, TaskInfo, build_run, make_task
+from pipeline.devkit.synth.render import (
     TOOLS,
     bake_view,
     render_mini,
@@ -866,7 +866,7 @@ def emit_swelego(out: Path, c: Corpus, runs: int, rows_per_file: int) -> None:
             ins = "# regression: boundary items must be kept"
             new_text = "\n".join([*lines[:line], ins, *lines[line:]])
             b.overlay[rel] = new_text
-            from pipeline.synth.render import Act
+            from pipeline.devkit.synth.render import Act
 
             b.acts.insert(
                 len(b.acts) - 1,
