@@ -381,9 +381,9 @@ def test_labels_point_at_real_records_and_cover_the_vocabulary(corpus: tuple[Pat
             assert 0 <= int(row) < n
         count += 1
     assert count == summary["runs"]
-    from pipeline.devkit.synth.content import SECRET_KINDS
+    from pipeline.devkit.synth.content import PLANTED_SECRET_KINDS
 
-    assert {k for lab in labs for k in lab["secrets"]} == set(SECRET_KINDS)
+    assert {k for lab in labs for k in lab["secrets"]} == set(PLANTED_SECRET_KINDS)
 
 
 def record_of(root: Path, uid: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pipeline.core.episode import Quarantined, RawRun
 from pipeline.io.faults import crashpoint
 from pipeline.sources import source_of
 from pipeline.sources.base import ShardVerdict, Unit
-from pipeline.stages.base import Step, paused_gc
+from pipeline.stages.base import DETAIL_LIMIT, Step, drops_from, paused_gc
 from pipeline.stages.context import Context, reference_cache
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
 from pipeline.stages.rows import dataset_of
@@ -252,18 +252,11 @@ def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | 
         uids = pl.concat(seen_packed) if seen_packed else pl.Series("source_uid", [], dtype=pl.Utf8)
         seen_packed.clear()
         if uids.len():
-            whole = (
-                pl.DataFrame({"source_uid": uids})
-                .select(
-                    "source_uid",
-                    pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"),
-                    pl.lit("").alias("dataset"),
-                    pl.lit(QUARANTINE).alias("stage"),
-                    pl.lit(verdict.reason).alias("reason"),
-                    pl.lit(f"{unit.key}: {verdict.detail}"[:2000]).alias("detail"),
-                )
-                .cast(empty(DROPS).schema)
+            seen_runs = pl.DataFrame({"source_uid": uids}).with_columns(
+                pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"), pl.lit("").alias("dataset")
             )
+            detail = f"{unit.key}: {verdict.detail}"[:DETAIL_LIMIT]
+            whole = drops_from(seen_runs, QUARANTINE, verdict.reason, detail).cast(empty(DROPS).schema)
         else:
             whole = quarantine_rows(
                 Quarantine.shard_failed(unit, [], verdict.reason or "unreadable", verdict.detail)

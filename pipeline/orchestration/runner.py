@@ -33,6 +33,7 @@ from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
 from pipeline.orchestration.progress import Reporter
 from pipeline.sources import SOURCES as CORPUS_SOURCES
 from pipeline.sources.base import Unit
+from pipeline.stages.base import drops_from
 from pipeline.store.ledger import (
     InvariantError,
     Stats,
@@ -335,10 +336,7 @@ def _import_tail_modules() -> None:
     workers run, instead of in the serial tail after them. A failure here is met again, and
     reported, where the module is used."""
     with contextlib.suppress(Exception):
-        import pipeline.publish.publisher
-        import pipeline.stages.context
-        import pipeline.stages.scrub
-        import pipeline.stages.traj_dedup  # noqa: F401
+        from pipeline.stages import GLOBAL_STEPS  # noqa: F401
     with contextlib.suppress(Exception):
         importlib.import_module("pandas")
 
@@ -419,9 +417,9 @@ def _decide(
     they are into the commit's part of the store (``loaded``: units already read while the map
     ran; the others are read here). The decisions are made in ``new``'s order. ``held``: the
     keys of the runs held before, when they were gathered while the map ran."""
+    from pipeline.stages import GLOBAL_STEPS
     from pipeline.stages.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
-    from pipeline.stages.traj_dedup import TrajDedup
 
     have = loaded or {}
     # taken out of ``loaded``: a unit's drops must not outlive the ledger made of them
@@ -451,17 +449,22 @@ def _decide(
     admitted: pl.Series | None = None
     if keys is not None and keys.height:
         keys, taken = _taken_uids(state, keys)
-        drops.append(taken.drop("__part"))
+        drops.append(taken)
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            step = TrajDedup(
-                Context(config, benchmarks=None, catalog_tasks=None),
-                held.result() if held is not None else held_runs(state, config),
+            ctx = Context(
+                config,
+                benchmarks=None,
+                catalog_tasks=None,
+                held=held.result() if held is not None else held_runs(state, config),
             )
-            res = step(keys.select(KEY_COLUMNS).sort("source_uid"))
-            admitted = res.kept.get_column("source_uid")
-            drops.append(res.dropped)
-            counters.update(res.counters)
+            batch = keys.select(KEY_COLUMNS).sort("source_uid")
+            for step in GLOBAL_STEPS:
+                res = step(ctx)(batch)
+                batch = res.kept
+                drops.append(res.dropped)
+                counters.update(res.counters)
+            admitted = batch.get_column("source_uid")
         advance()
     ledger = sorted_drops(
         scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed"))
@@ -535,17 +538,13 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     repeat = pl.int_range(pl.len()).over("source_uid") > 0
     marked = keys.with_columns(earlier.alias("__earlier"), repeat.alias("__repeat"))
     bad = pl.col("__earlier") | pl.col("__repeat")
-    taken = marked.filter(bad).select(
-        "source_uid",
-        "epoch",
-        "dataset",
-        pl.lit("traj_dedup").alias("stage"),
-        pl.lit("duplicate_uid").alias("reason"),
+    taken = drops_from(
+        marked.filter(bad),
+        "traj_dedup",
+        "duplicate_uid",
         pl.when(pl.col("__earlier"))
         .then(pl.lit("source_uid already published by an earlier run"))
-        .otherwise(pl.lit("source_uid carried by another input of this run"))
-        .alias("detail"),
-        "__part",
+        .otherwise(pl.lit("source_uid carried by another input of this run")),
     )
     return marked.filter(~bad).drop("__earlier", "__repeat"), taken
 

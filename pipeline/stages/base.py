@@ -96,12 +96,20 @@ def crash_detail(exc: BaseException) -> str:
     return text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
 
 
+class UndeclaredReason(RuntimeError):
+    """A step dropped runs for a reason it does not declare: a bug in the step, so its batch is
+    dropped as ``<stage>/crash`` (a global step's aborts the run)."""
+
+
 class Step(Generic[In, Out]):
     """Base of every ledger stage: subclasses set ``name`` and ``reasons`` and implement
     :meth:`process`; callers call the step itself (``step(batch)``)."""
 
     name: ClassVar[StageName]
+    # every reason the step may drop a run for; any other is refused (UndeclaredReason)
     reasons: ClassVar[tuple[str, ...]] = ()
+    # the reasons the base itself drops for, which every step of its kind may give
+    boundary_reasons: ClassVar[tuple[str, ...]] = ("crash",)
     # global steps run once in the driver over every new run (with the held runs), not per shard
     is_global: ClassVar[bool] = False
     # corpus-level steps need the corpus (benchmarks, catalog, other runs): `trajpipe convert`,
@@ -117,6 +125,19 @@ class Step(Generic[In, Out]):
     def process(self, batch: In) -> StageOutput[Out]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    @classmethod
+    def vocabulary(cls) -> frozenset[str]:
+        """Every reason a run may be dropped for at this stage."""
+        return frozenset((*cls.reasons, *cls.boundary_reasons))
+
+    def check_reasons(self, dropped: pl.DataFrame) -> None:
+        """Refuse drops for a reason the step did not declare."""
+        if dropped.height == 0:
+            return
+        undeclared = set(dropped.get_column("reason").unique().to_list()) - self.vocabulary()
+        if undeclared:
+            raise UndeclaredReason(f"{self.name} dropped runs for undeclared reasons {sorted(undeclared)}")
+
     def empty_kept(self, batch: In) -> Out:
         """What an empty batch keeps (the batch itself unless the step changes its type)."""
         return batch  # type: ignore[return-value]
@@ -131,6 +152,7 @@ class Step(Generic[In, Out]):
             return StageOutput(self.empty_kept(batch), empty(DROPS), Counter())
         try:
             out = self.process(batch)
+            self.check_reasons(out.dropped)
         except Exception as exc:
             if self.is_global:
                 raise
@@ -197,6 +219,8 @@ def paused_gc() -> Iterator[None]:
 class RunStep(Step[list[Item], Result], Generic[Item, Result]):
     """A step over a list of runs, one at a time; drops are per run, and so are crashes."""
 
+    boundary_reasons: ClassVar[tuple[str, ...]] = ("too_deep", "crash")
+
     def one(self, item: Item, counters: Counter[str]) -> Any:  # pragma: no cover - interface
         """The step's work on one run (raise PipelineDrop to drop it)."""
         raise NotImplementedError
@@ -229,6 +253,7 @@ class RunStep(Step[list[Item], Result], Generic[Item, Result]):
     def _each(
         self, batch: list[Item], kept: list[Any], rows: list[dict[str, Any]], counters: Counter[str]
     ) -> None:
+        vocabulary = self.vocabulary()
         for item in batch:
             try:
                 kept.append(self.one(item, counters))
@@ -239,6 +264,8 @@ class RunStep(Step[list[Item], Result], Generic[Item, Result]):
                 reason, detail = "too_deep", str(exc)[:200]
             except Exception as exc:  # a bug must not lose the run: it is counted and explained
                 reason, detail = "crash", crash_detail(exc)
+            if reason not in vocabulary:  # a drop the step does not declare is a bug too
+                reason, detail = "crash", f"undeclared reason {reason!r}: {detail}"
             rows.append(drop_row(*self.where(item), self.name, reason, detail))
             counters[f"{self.name}/{reason}"] += 1
             self.on_drop(item, reason, counters)

@@ -60,8 +60,6 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "clipped_view",
         "apply_patch_format",
         "apply_patch_failed",
-        "too_deep",
-        "crash",
     )
     namespaces = ("dialect_drops", "dialect_turns")
 

@@ -22,7 +22,7 @@ from schemas.run import WORK, empty
 
 class Verify(RunStep[Converting, pl.DataFrame]):
     name = "verify"
-    reasons: ClassVar[tuple[str, ...]] = (*REASONS, "too_deep", "crash")
+    reasons: ClassVar[tuple[str, ...]] = REASONS
     namespaces = ("dialect_drops",)
     _suspects: list[set[int]]
     _batch: dict[int, int]
