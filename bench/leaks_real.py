@@ -1,4 +1,4 @@
-"""Leak stages over real public trajectories: every drop and every attempt, for a hand verdict (issue 16).
+"""Leak stages over real public trajectories: every drop and every attempt, for a hand verdict.
 
     .venv/bin/python bench/leaks_real.py tests/fixtures/real [more dirs or files] [--benchmarks ../shared/benchmarks]
         [--csv out.csv] [--show-attempts]

@@ -1,4 +1,4 @@
-"""Replay converted real runs on their upstream base trees (issue 11).
+"""Replay converted real runs on their upstream base trees.
 
     .venv/bin/python bench/replay.py tests/fixtures/real [more files or dirs] \
         [--expectations tests/fixtures/real/EXPECTATIONS.json] [--benchmarks ../shared/benchmarks] \
@@ -387,7 +387,7 @@ def table(rows: list[list[str]]) -> str:
 
 def render(results: list[Result], expectations: dict[str, Any], command: str) -> str:
     out = [
-        "# Replay of converted real runs (bench/replay.py, issue 11)\n",
+        "# Replay of converted real runs (bench/replay.py)\n",
         f"`{command}`\n",
         "Observations are compared byte for byte after rendering what the replayed command printed "
         "with the converter's own templates. *Task runtime*: the command runs the task's code or "

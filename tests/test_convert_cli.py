@@ -58,7 +58,7 @@ def test_every_run_is_one_line_with_messages_or_a_drop(lines: list[dict[str, Any
 def test_every_real_run_converts_or_is_listed_with_its_reason(lines: list[dict[str, Any]]) -> None:
     drops = [ln for ln in lines if "drop" in ln]
     assert sorted(drops, key=lambda d: d["source_uid"]) == [
-        # SWE-agent's abbreviated view of a large file: no shell command prints it (issue 11 class 5)
+        # SWE-agent's abbreviated view of a large file: no shell command prints it
         {
             "source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0",
             "format": "SWE-agent",

@@ -1,4 +1,4 @@
-"""End to end on the synthetic corpus (issues 2 and 5): synth → run_pipeline → ledger and published trees.
+"""End to end on the synthetic corpus: synth → run_pipeline → ledger and published trees.
 
 Given a two-epoch synthetic corpus whose ``labels.jsonl`` says what must happen to every planted run,
 the pipeline's ledger and published datasets must agree with every label, no planted secret value may

@@ -1,4 +1,4 @@
-"""The kept rows' Arrow table is the one polars' own conversion gives (speed only, issue 14)."""
+"""The kept rows' Arrow table is the one polars' own conversion gives (speed only)."""
 
 from __future__ import annotations
 

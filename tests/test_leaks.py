@@ -712,7 +712,7 @@ def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Speed-ups must not change what is matched (issue 8)
+# Speed-ups must not change what is matched
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,4 +1,4 @@
-"""The parse step's fast paths equal the long ways they skip (issue 14: speed only).
+"""The parse step's fast paths equal the long ways they skip (speed only).
 
 Each fast path is checked against the code it short-cuts, on hostile compositions of the very
 markers that code looks for: the same result, the same counters, the same ParseError."""
@@ -238,7 +238,7 @@ def test_the_walker_keeps_thoughts_on_first_calls_and_names_the_first_of_tied_di
     assert not counters
 
 
-def _json_call_before(body: str) -> ToolCall:  # the parse before issue 14, word for word
+def _json_call_before(body: str) -> ToolCall:  # the parse before the fast path, word for word
     try:
         obj = orjson.loads(body.strip())
     except orjson.JSONDecodeError:

@@ -1,4 +1,4 @@
-"""Replay without upstream trees (issue 11): every real fixture run is converted, the files it
+"""Replay without upstream trees: every real fixture run is converted, the files it
 displayed whole (``cat``, ``cat -n``, a SWE-agent window showing every line) are rebuilt from its
 own outputs, and the converted commands that touch only those files (edit scripts, creates,
 later displays) are run with bash and must print exactly the converted observation.
@@ -33,7 +33,7 @@ FILES = sorted(
     if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json"
 )
 
-# Differences the converter still has, by run and turn, with their defect class (issue 11). A
+# Differences the converter still has, by run and turn, with their defect class. A
 # difference not listed here fails the test; a listed one that is fixed may disappear.
 KNOWN: dict[str, dict[int, str]] = {
     # class 8: the earliest pre-1.0 mini-swe-agent dialect (<args> echo of the docker command,

@@ -65,7 +65,7 @@ def test_every_wrapper_form_reaches_the_git_history_rule(cmd: str) -> None:
 
 
 def test_the_timeout_signal_form_that_used_to_slip_past() -> None:
-    """leaks.py:182 dropped only ``-s`` and left ``KILL 30`` in front of git (issue 16)."""
+    """leaks.py:182 dropped only ``-s`` and left ``KILL 30`` in front of git."""
     segs = split_command("timeout -s KILL 30 git log --all -p")
     assert segs[0].argv[0] == "git"
 
