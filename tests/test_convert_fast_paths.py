@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipeline.convert import _is_submit_command, edits, roots
 from pipeline.convert.roots import RootRewriter, rewrite_roots
-from pipeline.parsers.common import SUBMIT_MARKERS
+from pipeline.parsers.assembly import SUBMIT_MARKERS
 from pipeline.text import shell
 
 # texts made of paths (a root's forms, look-alikes, the repo's names) and what may stand before one

@@ -128,7 +128,6 @@ OVERSIZED: frozenset[str] = frozenset(
         "convert/runfiles.py",
         "convert/tools.py",
         "orchestration/runner.py",
-        "parsers/common.py",
         "parsers/sweagent.py",
         "store/state.py",
     }

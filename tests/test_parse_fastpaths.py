@@ -14,14 +14,6 @@ from hypothesis import strategies as st
 
 from pipeline.core.episode import Bash, ParseError, Step, ToolCall
 from pipeline.parsers.affine_view import _checked_path, _is_chain
-from pipeline.parsers.common import (
-    Msg,
-    _fill,
-    clean_observation,
-    decorated_observation,
-    fill_decorated,
-    walk_messages,
-)
 from pipeline.parsers.dialects import (
     BARE_FENCE_RE,
     FENCE_RE,
@@ -31,6 +23,9 @@ from pipeline.parsers.dialects import (
     extract_calls,
     glm_args,
 )
+from pipeline.parsers.messages import Msg
+from pipeline.parsers.observations import clean_observation, decorated_observation
+from pipeline.parsers.walker import _fill, fill_decorated, walk_messages
 
 FAST = settings(max_examples=400, deadline=None)
 

@@ -17,23 +17,13 @@ from typing import Any
 import orjson
 
 from pipeline.core.episode import Bash, Episode, ParseError, RawRun, Step, ToolCall
-from pipeline.parsers.common import (
-    Msg,
-    as_list,
-    clean_observation,
-    first_user_index,
-    language_hint,
-    make_episode,
-    messages_episode,
-    normalize_message,
-    opt_str,
-    restore_pty_newlines,
-    strip_think,
-    sub_dict,
-    swesmith_commit,
-    text_of,
-)
+from pipeline.parsers.assembly import language_hint, make_episode, messages_episode
+from pipeline.parsers.dialects import strip_think
+from pipeline.parsers.fields import as_list, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, is_message_list
+from pipeline.parsers.messages import Msg, first_user_index, normalize_message
+from pipeline.parsers.observations import clean_observation, restore_pty_newlines
+from pipeline.text.ids import swesmith_commit
 
 # SWE-agent's tool bundles (windowed editor, search, submit): everything else is a shell command.
 SPECIAL_COMMANDS = frozenset(
