@@ -23,7 +23,7 @@ from pipeline.core.config import Config
 from pipeline.core.episode import Quarantined, RawRun
 from pipeline.io.faults import crashpoint
 from pipeline.sources import source_of
-from pipeline.sources.base import ShardVerdict, Unit
+from pipeline.sources.base import ShardVerdict, Unit, shard_quarantine
 from pipeline.stages.base import DETAIL_LIMIT, Step, drops_from, paused_gc
 from pipeline.stages.context import Context, reference_cache
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
@@ -259,7 +259,7 @@ def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | 
             whole = drops_from(seen_runs, QUARANTINE, verdict.reason, detail).cast(empty(DROPS).schema)
         else:
             whole = quarantine_rows(
-                Quarantine.shard_failed(unit, [], verdict.reason or "unreadable", verdict.detail)
+                shard_quarantine(unit, [], verdict.reason or "unreadable", verdict.detail)
             )
         writer.write_drops("q", whole)
         n_kept, raw_bytes = 0, 0
