@@ -43,8 +43,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.convert import edits
+from pipeline.convert import codex_patch, edits
 from pipeline.convert.render import SUBMIT_COMMAND
+from pipeline.convert.session_tools import no_effect_text
 from pipeline.convert.sweagent_window import (
     RemovedTurn,
     WindowState,
@@ -58,7 +59,10 @@ from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_
 from pipeline.parsers.sweagent import HANDOFF_TOOL, REVIEW_TOOL
 from pipeline.shell import peel_wrappers
 
-BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
+BASH_TOOLS = frozenset(
+    {"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"}
+    | {"exec_command", "shell_command", "local_shell"}  # Codex CLI's shell tools
+)
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset(
@@ -262,8 +266,28 @@ def split_exit_marker(obs: str) -> tuple[str, int | None]:
         return obs, rc
 
 
+def codex_shell_command(args: dict[str, Any]) -> str | None:
+    """Codex's shell call as one command: ``cmd`` (``exec_command``) or ``command`` (a string,
+    or ``shell``'s argv, ``["bash", "-lc", SCRIPT]`` its script), run in ``cd WORKDIR &&`` when
+    the call's working directory is not the checkout root. None: not Codex's argument shape."""
+    cmd = args.get("cmd", args.get("command"))
+    if isinstance(cmd, list):
+        words = [str(w) for w in cmd]
+        text = words[2] if len(words) == 3 and words[1] in ("-lc", "-c") else shlex.join(words)
+    elif isinstance(cmd, str):
+        text = cmd
+    else:
+        return None
+    workdir = args.get("workdir")
+    if isinstance(workdir, str) and workdir.rstrip("/") not in ("", "/testbed"):
+        return f"cd {edits.shell_quote(workdir)} && {text}"
+    return text
+
+
 def convert_bash(args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
-    cmd = _s(args, "command", "cmd", "script", default="") or ""
+    cmd = codex_shell_command(args) if ("workdir" in args or "cmd" in args) else None
+    if cmd is None:
+        cmd = _s(args, "command", "cmd", "script", default="") or ""
     is_input = str(args.get("is_input", "false")).lower() in ("true", "1")
     if is_input or cmd.strip() in INTERRUPTS:
         if cmd.strip() in INTERRUPTS:
@@ -678,6 +702,12 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     """A unified diff applied by ``git apply`` from a quoted heredoc; the tool's message printed
     after it. Other patch dialects and failed applications are counted drops."""
     patch = _s(args, "patch", "input", "diff", default="") or ""
+    if patch.lstrip().startswith(codex_patch.BEGIN):
+        out, _ = split_exit_marker(obs)
+        if not codex_patch.is_success(out) or (rc is not None and rc != 0):
+            raise ConvertError("apply_patch_failed", f"turn {turn}: {obs.strip()[:80]}")
+        workdir = _s(args, "workdir", default="/testbed") or "/testbed"
+        return Action("run", codex_patch.codex_patch_command(patch, workdir, out, turn), out, 0)
     if not re.search(r"^(diff --git |--- )", patch, re.M) or "\n@@ " not in patch:
         raise ConvertError("apply_patch_format", f"turn {turn}")
     if _failed(obs, rc):
@@ -820,6 +850,10 @@ def convert_call(
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    folded = no_effect_text(name, args, turn)
+    if folded is not None:
+        state.counters["convert/no_effect_folded"] += 1
+        return Action("fold", text=folded)
     if name in NO_EFFECT_TOOLS:
         state.counters["convert/no_effect_removed"] += 1
         inputs = args.get("inputs")

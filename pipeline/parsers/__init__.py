@@ -13,6 +13,8 @@ from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers import (
     affine_trace,
     affine_view,
+    claude_code,
+    codex,
     miniswe,
     openhands,
     openhands_v1,
@@ -33,6 +35,8 @@ FORMATS: tuple[Format, ...] = (
     swesmith.FORMAT,
     miniswe.FORMAT,
     swelego.FORMAT,
+    claude_code.FORMAT,  # session transcripts: detected from a whole file's lines
+    codex.FORMAT,
 )
 
 FORMAT_OF: dict[str, Format] = {f.kind: f for f in FORMATS}
