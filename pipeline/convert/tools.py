@@ -552,7 +552,10 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
 # ---------------------------------------------------------------- Claude Code
 
 
-def _claude_read_body(obs: str) -> str:
+def _claude_read_body(obs: str, to_end: bool = False) -> str:
+    """Claude Code's numbered read as ``cat -n`` prints it. Read numbers the empty string after a
+    file's final newline as one more line; ``cat -n`` does not: on a read that reached the end of
+    the file (``to_end``) a numbered empty last line is that artifact and goes."""
     body = (_REMINDER.sub("\n", obs) if "<system-reminder>" in obs else obs).rstrip("\n")
     arrows = body.count("\u2192")
     if arrows:
@@ -560,6 +563,8 @@ def _claude_read_body(obs: str) -> str:
         # edit as the per-line substitution, without a Python call per line
         at_numbers = _arrows_at_numbers(body)
         body = body.replace("\u2192", "\t") if at_numbers == arrows else _ARROW_NUMBER.sub(_tab_number, body)
+    if to_end and (m := _NUMBERED_EMPTY_TAIL.search(body, max(body.rfind("\n", 0, len(body) - 1), 0))):
+        body = body[: m.start()]
     return body + "\n" if body else ""
 
 
@@ -612,11 +617,15 @@ def _ls(args: dict[str, Any], obs: str) -> Action:
 def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action:
     path = _s(args, "file_path", "path", default="") or ""
     if name == "Read":
-        cmd = view_command(path, _range(args.get("offset"), args.get("limit")))
+        rng = _range(args.get("offset"), args.get("limit"))
+        cmd = view_command(path, rng)
         if _failed(obs, rc) and "\u2192" not in obs:
             out, code = _missing(path, cmd, obs, turn)
             return Action("run", cmd, out, code)
-        return Action("run", cmd, _claude_read_body(obs), 0)
+        # the read reached the file's end: no limit, or fewer lines shown than it allowed
+        shown = _arrows_at_numbers(obs.split("<system-reminder>", 1)[0].rstrip("\n"))
+        to_end = rng is None or rng[1] == -1 or shown < rng[1] - rng[0] + 1
+        return Action("run", cmd, _claude_read_body(obs, to_end), 0)
     if name == "Write":
         return _create_action(path, _s(args, "content", default="") or "", obs, rc, turn)
     if name == "Edit":
@@ -704,8 +713,10 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     patch = _s(args, "patch", "input", "diff", default="") or ""
     if patch.lstrip().startswith(codex_patch.BEGIN):
         out, _ = split_exit_marker(obs)
-        if not codex_patch.is_success(out) or (rc is not None and rc != 0):
+        if (rc is not None and rc != 0) or (not codex_patch.is_success(out) and _failed(out, None)):
             raise ConvertError("apply_patch_failed", f"turn {turn}: {obs.strip()[:80]}")
+        if not codex_patch.is_success(out):  # a report that is not Codex's: not what it ran
+            raise ConvertError("apply_patch_format", f"turn {turn}: report {out.strip()[:60]!r}")
         workdir = _s(args, "workdir", default="/testbed") or "/testbed"
         return Action("run", codex_patch.codex_patch_command(patch, workdir, out, turn), out, 0)
     if not re.search(r"^(diff --git |--- )", patch, re.M) or "\n@@ " not in patch:
