@@ -1,0 +1,344 @@
+"""Agent session transcripts as input: Claude Code project JSONL and Codex CLI rollouts.
+
+The Claude Code sessions are real public transcripts (tests/fixtures/real/sessions, provenance in
+tests/fixtures/real/PROVENANCE.md). The Codex rollouts below are built line by line in the
+rollout's own shape (``session_meta``, ``response_item`` with ``function_call`` /
+``custom_tool_call`` and their outputs), each one exercising one rule.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.convert import convert_episode
+from pipeline.core.episode import ConvertError, ParseError, RawRun
+from pipeline.orchestration.convert_files import convert_files
+from pipeline.parsers import parse_raw
+from pipeline.parsers.files import iter_trajectory_file
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "sessions"
+
+
+def _raw(path: Path) -> RawRun:
+    (raw,) = list(iter_trajectory_file(path))
+    assert isinstance(raw, RawRun), raw
+    return raw
+
+
+def _turns(path: Path) -> tuple[list[str], list[str], list[int | None]]:
+    conv = convert_episode(parse_raw(_raw(path)))
+    return conv.commands, conv.outputs, conv.returncodes
+
+
+def _published(tmp_path: Path, *files: Path) -> list[dict[str, Any]]:
+    out = tmp_path / "out.jsonl"
+    convert_files(list(files), out)
+    return [json.loads(ln) for ln in out.read_text().splitlines()]
+
+
+# ------------------------------------------------------------------ Claude Code, real sessions
+
+
+def test_a_claude_code_transcript_is_one_run_whose_task_is_the_first_human_message() -> None:
+    raw = _raw(REAL / "claude-hello-world-script.jsonl")
+    assert raw.kind == "claude_code" and raw.source_uid == "claude-hello-world-script.jsonl#session"
+    ep = parse_raw(raw)
+    assert (
+        ep.task.problem_statement
+        == 'Write a shell script called hello.sh that prints "Hello world" and run it.'
+    )
+    assert ep.meta.repo_root == "/tmp/tmp74wiyiny" and ep.meta.harness == "claude_code"
+    assert ep.counters["parse/claude_meta_skipped"] == 1  # the stop hook's feedback is the harness's
+
+
+def test_claude_write_and_bash_become_the_commands_that_made_them_under_testbed() -> None:
+    commands, outputs, codes = _turns(REAL / "claude-hello-world-script.jsonl")
+    assert commands == [
+        "cat > '/testbed/hello.sh' <<'EOF' && printf '%s' 'File created successfully at: /testbed/hello.sh'\n"
+        '#!/bin/bash\necho "Hello world"\nEOF',
+        "chmod +x /testbed/hello.sh && /testbed/hello.sh",
+    ]
+    assert outputs == ["File created successfully at: /testbed/hello.sh", "Hello world"]
+    assert codes == [0, 0]
+
+
+def test_a_whole_file_read_prints_what_cat_n_prints_without_reads_numbered_empty_tail() -> None:
+    commands, outputs, _ = _turns(REAL / "claude-stop-hook-uncommitted-changes.jsonl")
+    assert commands[0] == "cat -n '/testbed/src/main.py'"
+    # Claude Code showed "     2→" for the empty string after the final newline; cat -n does not
+    assert outputs[0] == '     1\tprint("hello")\n'
+
+
+def test_parallel_reads_get_their_own_results_though_the_results_hang_off_each_other() -> None:
+    commands, outputs, _ = _turns(REAL / "claude-coverage-test-fix.jsonl")
+    assert commands[1:3] == [
+        "cat -n '/testbed/src/math_utils.py'",
+        "cat -n '/testbed/tests/test_math_utils.py'",
+    ]
+    assert outputs[1] == (
+        '     1\t"""Math utility functions."""\n     2\t\n     3\t\n     4\tdef add_numbers(a: int, b: int) -> int:\n'
+        '     5\t    """Add two numbers together."""\n     6\t    return a + b\n'
+    )
+    assert outputs[2].startswith('     1\t"""Tests for math_utils."""\n')
+
+
+def test_real_claude_sessions_pass_verify_and_a_second_human_prompt_drops_its_session(tmp_path: Path) -> None:
+    files = sorted(REAL.glob("claude-*.jsonl"))
+    by_file = {ln["source_uid"].split("#")[0]: ln for ln in _published(tmp_path, *files)}
+    assert sorted(n for n, ln in by_file.items() if "messages" in ln) == [
+        "claude-coverage-test-fix.jsonl",
+        "claude-hello-world-script.jsonl",
+        "claude-stop-hook-uncommitted-changes.jsonl",
+    ]
+    drop = by_file["claude-codemie-two-prompts.jsonl"]["drop"]
+    assert (drop["stage"], drop["reason"]) == ("parse", "second_prompt")
+
+
+# ------------------------------------------------------------------ Codex CLI rollouts
+
+
+def _rollout(tmp_path: Path, items: list[dict[str, Any]], cwd: str = "/Users/dev/proj") -> Path:
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s-1", "cwd": cwd, "cli_version": "0.125.0"}},
+        {"type": "turn_context", "payload": {"cwd": cwd, "model": "gpt-5-codex"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_text",
+                        "text": f"<environment_context>\n  <cwd>{cwd}</cwd>\n</environment_context>",
+                    }
+                ],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Fix the greeting."}],
+            },
+        },
+        *({"type": "response_item", "payload": it} for it in items),
+    ]
+    path = tmp_path / "rollout-2026-01-01T00-00-00-s-1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _exec(call_id: str, cmd: str, workdir: str = "/Users/dev/proj") -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "name": "exec_command",
+        "call_id": call_id,
+        "arguments": json.dumps({"cmd": cmd, "workdir": workdir, "yield_time_ms": 1000}),
+    }
+
+
+def _out(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def _unified(body: str, code: int | None = 0, session: int | None = None) -> str:
+    state = (
+        f"Process exited with code {code}"
+        if session is None
+        else f"Process running with session ID {session}"
+    )
+    return f"Chunk ID: ab12\nWall time: 0.1 seconds\n{state}\nOriginal token count: 3\nOutput:\n{body}"
+
+
+def test_codex_exec_command_is_its_command_with_the_recorded_code_and_no_harness_wrapping(
+    tmp_path: Path,
+) -> None:
+    path = _rollout(
+        tmp_path,
+        [
+            _exec("c1", "cat hello.py"),
+            _out("c1", _unified("print('helo')\n")),
+            _exec("c2", "ls", workdir="/Users/dev/proj/src"),
+            _out("c2", _unified("ls: cannot access 'x'\n", code=2)),
+        ],
+    )
+    ep = parse_raw(_raw(path))
+    assert ep.task.problem_statement == "Fix the greeting." and ep.meta.repo_root == "/Users/dev/proj"
+    commands, outputs, codes = _turns(path)
+    assert commands == ["cat hello.py", "cd '/testbed/src' && ls"]
+    assert outputs == ["print('helo')\n", "ls: cannot access 'x'\n"]
+    assert codes == [0, 2]
+
+
+def test_a_running_process_read_by_empty_polls_is_one_command_printing_every_chunk(tmp_path: Path) -> None:
+    poll = {
+        "type": "function_call",
+        "name": "write_stdin",
+        "call_id": "p1",
+        "arguments": json.dumps({"session_id": 7, "chars": ""}),
+    }
+    path = _rollout(
+        tmp_path,
+        [
+            _exec("c1", "pytest -q"),
+            _out("c1", _unified("..", session=7)),
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Waiting for the tests."}],
+            },
+            poll,
+            _out("p1", _unified("F\n1 failed\n", code=1)),
+        ],
+    )
+    ep = parse_raw(_raw(path))
+    assert ep.counters["parse/codex_poll_merged"] == 1
+    conv = convert_episode(ep)
+    assert (conv.commands, conv.outputs, conv.returncodes) == (["pytest -q"], ["..F\n1 failed\n"], [1])
+
+
+def test_input_written_to_a_running_process_drops_the_run(tmp_path: Path) -> None:
+    poll = {
+        "type": "function_call",
+        "name": "write_stdin",
+        "call_id": "p1",
+        "arguments": json.dumps({"session_id": 7, "chars": "y\n"}),
+    }
+    path = _rollout(
+        tmp_path, [_exec("c1", "python3 ask.py"), _out("c1", _unified("Continue? ", session=7)), poll]
+    )
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(path))
+    assert err.value.reason == "interactive_input"
+
+
+def test_a_second_human_message_drops_the_rollout(tmp_path: Path) -> None:
+    again = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "Also fix the farewell."}],
+    }
+    path = _rollout(tmp_path, [_exec("c1", "ls"), _out("c1", _unified("a\n")), again])
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(path))
+    assert err.value.reason == "second_prompt"
+
+
+PATCH = "*** Begin Patch\n*** Update File: hello.py\n@@\n-print('helo')\n+print('hello')\n*** End Patch\n"
+REPORT = "Success. Updated the following files:\nM hello.py\n"
+
+
+def test_codex_apply_patch_is_a_command_that_makes_exactly_that_edit_and_prints_codexs_report(
+    tmp_path: Path,
+) -> None:
+    path = _rollout(
+        tmp_path,
+        [
+            {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "call_id": "c1",
+                "input": PATCH,
+                "status": "completed",
+            },
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c1",
+                "output": json.dumps({"output": REPORT, "metadata": {"exit_code": 0}}),
+            },
+        ],
+    )
+    (command,), (output,), (code,) = _turns(path)
+    assert (output, code) == (REPORT, 0)
+    # run it on a checkout holding the file: the edit is made and the report printed
+    work = tmp_path / "testbed"
+    work.mkdir()
+    (work / "hello.py").write_text("import os\nprint('helo')\n")
+    ran = subprocess.run(
+        ["bash", "-c", command.replace("/testbed", str(work))], capture_output=True, text=True, check=False
+    )
+    assert (ran.returncode, ran.stdout) == (0, REPORT)
+    assert (work / "hello.py").read_text() == "import os\nprint('hello')\n"
+    # on a file without the hunk's old lines the same command fails and writes nothing
+    (work / "hello.py").write_text("print('bye')\n")
+    ran = subprocess.run(
+        ["bash", "-c", command.replace("/testbed", str(work))], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 1 and (work / "hello.py").read_text() == "print('bye')\n"
+
+
+def test_a_shell_apply_patch_heredoc_is_read_as_the_patch_it_carries(tmp_path: Path) -> None:
+    shell = {
+        "type": "function_call",
+        "name": "shell",
+        "call_id": "c1",
+        "arguments": json.dumps(
+            {"command": ["bash", "-lc", f"apply_patch <<'EOF'\n{PATCH}EOF"], "workdir": "/Users/dev/proj"}
+        ),
+    }
+    path = _rollout(
+        tmp_path, [shell, _out("c1", json.dumps({"output": REPORT, "metadata": {"exit_code": 0}}))]
+    )
+    (command,), (output,), _ = _turns(path)
+    assert (
+        command.startswith("python3 - <<'EOF'\nimport sys\npath = '/testbed/hello.py'\n") and output == REPORT
+    )
+
+
+@pytest.mark.parametrize(
+    ("patch", "reason"),
+    [
+        ("*** Begin Patch\n*** Delete File: a.py\n*** End Patch\n", "apply_patch_format"),
+        (
+            "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Update File: b.py\n@@\n-x\n+y\n*** End Patch\n",
+            "apply_patch_format",
+        ),
+        ("*** Begin Patch\n*** Update File: a.py\n@@\n+only added\n*** End Patch\n", "apply_patch_format"),
+    ],
+)
+def test_patches_the_converter_does_not_reproduce_are_counted_drops(
+    tmp_path: Path, patch: str, reason: str
+) -> None:
+    path = _rollout(
+        tmp_path,
+        [
+            {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c1", "input": patch},
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": REPORT},
+        ],
+    )
+    with pytest.raises(ConvertError) as err:
+        convert_episode(parse_raw(_raw(path)))
+    assert err.value.reason == reason
+
+
+def test_an_output_codex_shortened_for_the_model_drops_the_run(tmp_path: Path) -> None:
+    path = _rollout(
+        tmp_path, [_exec("c1", "cat big.log"), _out("c1", _unified("head\n…1200 tokens truncated…\ntail\n"))]
+    )
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(path))
+    assert err.value.reason == "elided_output"
+
+
+def test_a_sub_agent_that_may_edit_drops_the_run_and_a_read_only_one_is_folded() -> None:
+    from pipeline.convert.tools import ToolState, convert_call
+
+    state = ToolState()
+    folded = convert_call(
+        "Task", {"subagent_type": "Explore", "prompt": "Find the parser"}, "Report", None, 0, state
+    )
+    assert (folded.kind, folded.text) == ("fold", "Find the parser")
+    with pytest.raises(ConvertError) as err:
+        convert_call("Task", {"subagent_type": "general-purpose", "prompt": "Fix it"}, "Done", None, 1, state)
+    assert err.value.reason == "subagent_effect"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
