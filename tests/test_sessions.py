@@ -88,16 +88,29 @@ def test_parallel_reads_get_their_own_results_though_the_results_hang_off_each_o
     assert outputs[2].startswith('     1\t"""Tests for math_utils."""\n')
 
 
-def test_real_claude_sessions_pass_verify_and_a_second_human_prompt_drops_its_session(tmp_path: Path) -> None:
+def test_a_second_human_prompt_ends_the_run_where_the_person_spoke_again() -> None:
+    # the session: "create hello.py, md and js", then "update py with one liner comment", then "delete js"
+    ep = parse_raw(_raw(REAL / "claude-codemie-two-prompts.jsonl"))
+    assert ep.task.problem_statement == "create hello.py, md and js"
+    assert ep.counters["parse/second_prompt_cut"] == 1 and ep.meta.repo_root == "/tmp/private"
+    conv = convert_episode(ep)
+    assert [c.split("\n", 1)[0] for c in conv.commands] == [
+        "cat > '/testbed/hello.py' <<'EOF' && printf '%s' 'File created successfully at: /testbed/hello.py'",
+        "python3 - <<'EOF'",
+        "cat > '/testbed/hello.js' <<'EOF' && printf '%s' 'File created successfully at: /testbed/hello.js'",
+    ]
+    assert not conv.submitted
+
+
+def test_real_claude_sessions_pass_verify(tmp_path: Path) -> None:
     files = sorted(REAL.glob("claude-*.jsonl"))
     by_file = {ln["source_uid"].split("#")[0]: ln for ln in _published(tmp_path, *files)}
-    assert sorted(n for n, ln in by_file.items() if "messages" in ln) == [
-        "claude-coverage-test-fix.jsonl",
-        "claude-hello-world-script.jsonl",
-        "claude-stop-hook-uncommitted-changes.jsonl",
-    ]
-    drop = by_file["claude-codemie-two-prompts.jsonl"]["drop"]
-    assert (drop["stage"], drop["reason"]) == ("parse", "second_prompt")
+    assert {n: "messages" in ln for n, ln in by_file.items()} == {
+        "claude-codemie-two-prompts.jsonl": True,
+        "claude-coverage-test-fix.jsonl": True,
+        "claude-hello-world-script.jsonl": True,
+        "claude-stop-hook-uncommitted-changes.jsonl": True,
+    }
 
 
 # ------------------------------------------------------------------ Codex CLI rollouts
@@ -219,16 +232,25 @@ def test_input_written_to_a_running_process_drops_the_run(tmp_path: Path) -> Non
     assert err.value.reason == "interactive_input"
 
 
-def test_a_second_human_message_drops_the_rollout(tmp_path: Path) -> None:
+def test_a_second_human_message_ends_the_rollouts_run_there(tmp_path: Path) -> None:
     again = {
         "type": "message",
         "role": "user",
         "content": [{"type": "input_text", "text": "Also fix the farewell."}],
     }
-    path = _rollout(tmp_path, [_exec("c1", "ls"), _out("c1", _unified("a\n")), again])
-    with pytest.raises(ParseError) as err:
-        parse_raw(_raw(path))
-    assert err.value.reason == "second_prompt"
+    path = _rollout(
+        tmp_path,
+        [
+            _exec("c1", "ls"),
+            _out("c1", _unified("a\n")),
+            again,
+            _exec("c2", "rm -rf x"),
+            _out("c2", _unified("")),
+        ],
+    )
+    ep = parse_raw(_raw(path))
+    assert ep.counters["parse/second_prompt_cut"] == 1
+    assert convert_episode(ep).commands == ["ls"]
 
 
 PATCH = "*** Begin Patch\n*** Update File: hello.py\n@@\n-print('helo')\n+print('hello')\n*** End Patch\n"
@@ -342,3 +364,67 @@ def test_a_sub_agent_that_may_edit_drops_the_run_and_a_read_only_one_is_folded()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# ------------------------------------------------------------------ pi sessions
+
+
+def _pi_session(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
+    header = {"type": "session", "version": 3, "id": "p-1", "cwd": "/home/dev/app", "timestamp": "t"}
+    lines, parent = [header], None
+    for i, m in enumerate(entries):
+        lines.append({"type": "message", "id": f"e{i}", "parentId": parent, "message": m})
+        parent = f"e{i}"
+    path = tmp_path / "2026-01-01T00-00-00_p-1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _pi_call(i: str, name: str, **args: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "toolCall", "id": i, "name": name, "arguments": args}]}
+
+
+def _pi_result(i: str, text: str) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": i,
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+    }
+
+
+def test_a_pi_session_reads_its_tools_and_the_code_pi_noted_or_did_not(tmp_path: Path) -> None:
+    path = _pi_session(
+        tmp_path,
+        [
+            {"role": "user", "content": [{"type": "text", "text": "/model"}]},
+            {"role": "user", "content": [{"type": "text", "text": "Make the test pass."}]},
+            _pi_call("t1", "read", path="src/app.py"),
+            _pi_result("t1", "def f():\n    return 1\n"),
+            _pi_call("t2", "bash", command="pytest -q"),
+            _pi_result("t2", "1 failed\n\nCommand exited with code 1"),
+            _pi_call("t3", "bash", command="ls"),
+            _pi_result("t3", "src\n"),
+        ],
+    )
+    ep = parse_raw(_raw(path))
+    assert ep.task.problem_statement == "Make the test pass." and ep.counters["parse/pi_command_skipped"] == 1
+    assert ep.meta.harness == "pi" and ep.meta.repo_root == "/home/dev/app"
+    commands, outputs, codes = _turns(path)
+    assert commands == ["cat 'src/app.py'", "pytest -q", "ls"]
+    assert outputs == ["def f():\n    return 1\n", "1 failed\n", "src\n"]
+    assert codes == [0, 1, 0]  # pi notes every nonzero exit: no note is an exit of 0
+
+
+def test_a_pi_read_shortened_for_the_model_drops_the_run(tmp_path: Path) -> None:
+    path = _pi_session(
+        tmp_path,
+        [
+            {"role": "user", "content": [{"type": "text", "text": "Read it."}]},
+            _pi_call("t1", "read", path="big.txt"),
+            _pi_result("t1", "line 1\n\n[1999 more lines in file. Use offset=2 to continue]"),
+        ],
+    )
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(path))
+    assert err.value.reason == "elided_output"

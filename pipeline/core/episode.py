@@ -23,6 +23,7 @@ RunKind = Literal[
     "miniswe",
     "claude_code",
     "codex",
+    "pi",
 ]
 # the run's verdict on its task, as its source gave it
 Resolved = Literal["resolved", "not resolved", "unknown"]

@@ -18,6 +18,7 @@ from pipeline.parsers import (
     miniswe,
     openhands,
     openhands_v1,
+    pi,
     sweagent,
     swelego,
     swesmith,
@@ -37,6 +38,7 @@ FORMATS: tuple[Format, ...] = (
     swelego.FORMAT,
     claude_code.FORMAT,  # session transcripts: detected from a whole file's lines
     codex.FORMAT,
+    pi.FORMAT,
 )
 
 FORMAT_OF: dict[str, Format] = {f.kind: f for f in FORMATS}

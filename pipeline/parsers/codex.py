@@ -7,7 +7,8 @@ Each line is ``{"timestamp", "type", "payload"}``: ``session_meta`` (the session
 wrapper (one item a line, a first line with the session's ``id``) are read the same way.
 
 * Human messages are the ``user`` messages that are not the harness's own preamble
-  (``<environment_context>``, ``<user_instructions>``, AGENTS.md instructions, permission notes).
+  (``<environment_context>``, ``<user_instructions>``, AGENTS.md instructions, permission notes);
+  the second one ends the run (``parse/second_prompt_cut``, see ``pipeline.parsers.sessions``).
 * Shell tools (``exec_command``, ``shell``, ``shell_command``, ``local_shell_call``) keep their
   arguments; their output's wrapping is read here: unified exec's ``Chunk ID … Process exited
   with code N … Output:``, ``Exit code: N … Output:``, and the older JSON ``{"output",
@@ -37,7 +38,7 @@ from typing import Any
 from pipeline.core.episode import Episode, ParseError, RawRun, ToolCall
 from pipeline.parsers.common import Msg, opt_str
 from pipeline.parsers.format import Format
-from pipeline.parsers.sessions import one_human_prompt, session_episode, session_events
+from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
 
 _PREAMBLE = (
     "<environment_context>",
@@ -168,6 +169,7 @@ class _Reader:
         self.running: dict[str, int] = {}  # unified-exec session id -> index of its result in msgs
         self.poll_ids: set[str] = set()  # the call ids of write_stdin polls
         self.env_cwd = ""  # the cwd the harness's environment preamble names
+        self.done = False  # the person spoke again: the run ended there
 
     def meta(self, kind: str, p: dict[str, Any]) -> None:
         if kind == "session_meta":
@@ -201,8 +203,11 @@ class _Reader:
                 self.env_cwd = self.env_cwd or (found.group(1) if found else "")
             elif role == "user" and text and not text.startswith(_PREAMBLE):
                 self.humans.append(text)
-                if len(self.humans) == 1:
-                    self.msgs.append(Msg("user", text))
+                if len(self.humans) > 1:
+                    cut_at_second_prompt(self.msgs, self.counters)
+                    self.done = True
+                    return
+                self.msgs.append(Msg("user", text))
             return
         if kind in ("function_call", "custom_tool_call"):
             name = str(p.get("name"))
@@ -255,6 +260,8 @@ class _Reader:
 def parse_codex(raw: RawRun) -> Episode:
     reader = _Reader(raw.source_uid)
     for e in session_events(raw):
+        if reader.done:
+            break
         kind = e.get("type")
         payload = e.get("payload")
         if kind in ("session_meta", "turn_context") and isinstance(payload, dict):
@@ -267,7 +274,7 @@ def parse_codex(raw: RawRun) -> Episode:
             reader.session_id = reader.session_id or e["id"]
     if reader.running:
         raise ParseError("background_process", f"{raw.source_uid}: a process never reported its exit")
-    one_human_prompt(reader.humans, raw.source_uid)
+    require_task(reader.humans, raw.source_uid)
     reader.cwd = reader.cwd or reader.env_cwd
     return session_episode(
         raw,

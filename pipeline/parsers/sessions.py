@@ -9,10 +9,12 @@ of the same harnesses.
 Rules common to every session format:
 
 * the task is the session's first human message;
-* a second human message during the run (a new request, a correction, an interruption) makes
-  the rest of the run an answer to two tasks: the session is dropped, ``parse/second_prompt``,
-  rather than split (the second part's context would be the first part's conversation, which
-  a mini-swe-agent run, one task from a clean checkout, cannot hold);
+* a second human message (a new request, a correction, an interruption) ends the run there:
+  what came before is the agent's whole answer to the first task, in the order it happened, and
+  the run ends unsubmitted (``parse/second_prompt_cut``); what comes after is not published (its
+  context is the first part's conversation and the checkout as that part left it, which a
+  mini-swe-agent run, one task from a clean checkout, cannot hold). The calls the person
+  interrupted go (``parse/interrupted_call_removed``);
 * the checkout root is the session's recorded working directory, whatever its form
   (``/Users/<user>/…``, ``C:\\…`` aside, ``/tmp/tmpXXXX``): ``Meta.repo_root`` for the root rewrite;
 * a session that was compacted (the agent's context replaced by a summary) is dropped,
@@ -34,14 +36,24 @@ def session_events(raw: RawRun) -> list[dict[str, Any]]:
     return [e for e in events if isinstance(e, dict)]
 
 
-def one_human_prompt(humans: list[str], source_uid: str) -> None:
-    """Refuse a session with a second human message (see the module's rules)."""
+def require_task(humans: list[str], source_uid: str) -> None:
     if not humans:
         raise ParseError("no_task", f"{source_uid}: no human message")
-    if len(humans) > 1:
-        raise ParseError(
-            "second_prompt", f"{source_uid}: {len(humans)} human messages; the second: {humans[1][:80]!r}"
-        )
+
+
+def cut_at_second_prompt(msgs: list[Msg], counters: Counter[str]) -> None:
+    """The run ends where the person spoke again (see the module's rules): the calls of the
+    reply their message interrupted have no result and were not run to the end; they go
+    (``parse/interrupted_call_removed``)."""
+    counters["parse/second_prompt_cut"] += 1
+    answered = {m.tool_call_id for m in msgs if m.role == "tool"}
+    for m in reversed(msgs):
+        if m.role == "tool":
+            break
+        if m.role == "assistant" and m.tool_calls:
+            kept = [c for c in m.tool_calls if c.call_id in answered]
+            counters["parse/interrupted_call_removed"] += len(m.tool_calls) - len(kept)
+            m.tool_calls = kept
 
 
 def session_episode(
