@@ -428,3 +428,63 @@ def test_a_pi_read_shortened_for_the_model_drops_the_run(tmp_path: Path) -> None
     with pytest.raises(ParseError) as err:
         parse_raw(_raw(path))
     assert err.value.reason == "elided_output"
+
+
+# ------------------------------------------------------------------ the same session as an Affine trace envelope
+
+
+def _envelope_of(path: Path) -> dict[str, Any]:
+    """The session's messages re-wrapped, unchanged, as an Affine trace envelope: the harness's
+    system prompt declaring the working directory, the task, each reply's calls as OpenAI tool
+    calls, each result as a tool message."""
+    ep_msgs: list[dict[str, Any]] = []
+    cwd = ""
+    for ln in path.read_text().splitlines():
+        e = json.loads(ln)
+        if e.get("type") not in ("user", "assistant") or e.get("isMeta"):
+            continue
+        cwd = cwd or e["cwd"]
+        content = e["message"]["content"]
+        if e["type"] == "user" and isinstance(content, str):
+            ep_msgs.append({"role": "user", "content": content})
+            continue
+        for b in content:
+            if b["type"] == "tool_use":
+                call = {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+                }
+                ep_msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            elif b["type"] == "tool_result":
+                ep_msgs.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": b["content"]})
+            elif b["type"] == "text" and e["type"] == "assistant":
+                ep_msgs.append({"role": "assistant", "content": b["text"]})
+    system = {
+        "role": "system",
+        "content": f"You are Claude Code.\n<env>\nWorking directory: {cwd}\nPlatform: linux\n</env>",
+    }
+    nodes = [{"message": m, "parent": i - 1 if i else None} for i, m in enumerate([system, *ep_msgs])]
+    return {
+        "schema": 1,
+        "rollout_id": "r-1",
+        "source": "sessions",
+        "task": {"uid": "u-1", "sid": "s-1", "repo": "", "language": "unknown"},
+        "policy": {"harness": "claude_code", "model": "claude"},
+        "trace": {"nodes": nodes, "rewards": {}},
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["claude-hello-world-script.jsonl", "claude-stop-hook-uncommitted-changes.jsonl"]
+)
+def test_the_session_as_an_affine_trace_envelope_converts_to_the_same_messages(
+    tmp_path: Path, name: str
+) -> None:
+    env = tmp_path / "envelope.json"
+    env.write_text(json.dumps(_envelope_of(REAL / name)))
+    (raw_env,) = list(iter_trajectory_file(env))
+    assert isinstance(raw_env, RawRun) and raw_env.kind == "trace"
+    from_envelope = convert_episode(parse_raw(raw_env)).messages
+    from_session = convert_episode(parse_raw(_raw(REAL / name))).messages
+    assert from_envelope == from_session

@@ -8,6 +8,7 @@ from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy_harness
 from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from, sub_dict
 from pipeline.parsers.format import Format
+from pipeline.parsers.workdir import declared_workdir
 
 
 def _trace_resolved(trace: dict[str, Any]) -> str:
@@ -46,6 +47,8 @@ def parse_trace(raw: RawRun) -> Episode:
         resolved=_trace_resolved(trace),
         fold_group=None,
         epoch=raw.epoch,
+        # an interactive harness's declared working directory is the checkout, whatever its form
+        root_hint=declared_workdir(msgs),
     )
     ep.counters.update(counters)
     return ep

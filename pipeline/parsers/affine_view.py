@@ -17,6 +17,7 @@ from pipeline.parsers.common import (
     text_of,
 )
 from pipeline.parsers.format import Format, Machines
+from pipeline.parsers.workdir import declared_workdir
 
 
 def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int | None:
@@ -179,6 +180,7 @@ def parse_view(raw: RawRun) -> Episode:
         resolved=resolved_from(rec.get("resolved")),
         fold_group=stratum.split(":", 1)[0] if stratum else opt_str(rec.get("fold_group")),
         epoch=raw.epoch,
+        root_hint=declared_workdir(msgs),
     )
     ep.counters.update(counters)
     return ep
