@@ -22,6 +22,7 @@ a file of side-chain lines only is a sub-agent's own transcript, read as its run
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -46,6 +47,38 @@ _NOT_RUN = (
     "The user doesn't want to proceed with this tool use",
     "[Request interrupted by user",
 )
+
+
+# Claude Code's own commands, run by the TUI, never sent to the model as a prompt
+LOCAL_COMMANDS = frozenset(
+    {
+        "/clear",
+        "/model",
+        "/config",
+        "/cost",
+        "/help",
+        "/ide",
+        "/status",
+        "/login",
+        "/logout",
+        "/permissions",
+        "/resume",
+        "/exit",
+        "/mcp",
+        "/memory",
+        "/add-dir",
+        "/doctor",
+        "/agents",
+        "/hooks",
+        "/context",
+        "/usage",
+        "/vim",
+        "/theme",
+        "/terminal-setup",
+        "/privacy-settings",
+    }
+)
+_LOCAL_COMMAND = re.compile(r"\A<command-name>(/[\w:-]+)</command-name>")
 
 
 def _live_chain(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,6 +202,12 @@ def parse_claude_code(raw: RawRun) -> Episode:
             continue
         if ln.get("isMeta") or text.startswith(_HARNESS_TEXT):
             counters["parse/claude_meta_skipped"] += 1
+            continue
+        local = _LOCAL_COMMAND.match(text)
+        if local and local.group(1) in LOCAL_COMMANDS and not humans:
+            # a command of the TUI itself (``/clear`` before the first prompt): no prompt; after
+            # the first prompt it is the person's turn like any other, and ends the run
+            counters["parse/claude_local_command_skipped"] += 1
             continue
         humans.append(text)
         if len(humans) > 1:
