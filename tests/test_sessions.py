@@ -488,3 +488,54 @@ def test_the_session_as_an_affine_trace_envelope_converts_to_the_same_messages(
     from_envelope = convert_episode(parse_raw(raw_env)).messages
     from_session = convert_episode(parse_raw(_raw(REAL / name))).messages
     assert from_envelope == from_session
+
+
+# ------------------------------------------------------------------ Claude Code's Grep and Glob, run
+
+
+def _run(cmd: str, cwd: Path) -> tuple[int, str]:
+    res = subprocess.run(
+        ["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, check=False, timeout=20
+    )
+    return res.returncode, res.stdout
+
+
+def test_grep_and_glob_print_the_shown_result_in_an_order_the_command_reproduces(tmp_path: Path) -> None:
+    from pipeline.convert.tools import ToolState, convert_call
+
+    for name, text in {
+        "b.ts": "class FooRegistry {}\n",
+        "a.ts": "x\nclass BarRegistry {}\n",
+        "c.js": "n = 42\n",
+    }.items():
+        (tmp_path / name).write_text(text)
+    state = ToolState()
+    # ripgrep listed the files newest first; the converted command sorts them, and so does its output
+    files = convert_call(
+        "Grep",
+        {"pattern": r"class \w+Registry", "path": str(tmp_path), "output_mode": "files_with_matches"},
+        f"Found 2 files\n{tmp_path}/b.ts\n{tmp_path}/a.ts",
+        None,
+        0,
+        state,
+    )
+    assert files.output == f"{tmp_path}/a.ts\n{tmp_path}/b.ts\n"
+    assert _run(files.command, tmp_path) == (files.returncode, files.output)
+    content = convert_call(
+        "Grep",
+        {"pattern": r"\d+", "path": str(tmp_path), "output_mode": "content", "-n": True},
+        f"{tmp_path}/c.js:1:n = 42",
+        None,
+        1,
+        state,
+    )
+    assert content.command.startswith("grep -rnP ") and _run(content.command, tmp_path) == (0, content.output)
+    glob = convert_call(
+        "Glob",
+        {"pattern": "*.{ts,js}", "path": str(tmp_path)},
+        "\n".join(f"{tmp_path}/{n}" for n in ("c.js", "b.ts", "a.ts")),
+        None,
+        2,
+        state,
+    )
+    assert glob.output == "a.ts\nb.ts\nc.js\n" and _run(glob.command, tmp_path) == (0, glob.output)

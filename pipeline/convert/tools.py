@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.convert import codex_patch, edits
+from pipeline.convert import claude_search, codex_patch, edits
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.convert.session_tools import no_effect_text
 from pipeline.convert.sweagent_window import (
@@ -578,28 +578,24 @@ def _range(offset: Any, limit: Any) -> list[int] | None:
 def _grep(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="") or ""
     where = _s(args, "path", default="/testbed") or "/testbed"
-    mode = _s(args, "output_mode", default="files_with_matches")
-    flags = {"content": "-rnE", "count": "-rcE"}.get(mode or "", "-rlE")
-    if args.get("-i"):
-        flags += "i"
+    mode = _s(args, "output_mode", default="files_with_matches") or "files_with_matches"
+    flags = claude_search.grep_flags(mode, pattern, bool(args.get("-i")))
     inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
     cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
     lines = [
         ln
         for ln in obs.splitlines()
-        if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
+        if ln.strip() and not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
     ]
-    out = "".join(ln + "\n" for ln in lines if ln.strip())
+    cmd, lines = claude_search.sorted_result(cmd, lines, mode)
+    out = "".join(ln + "\n" for ln in lines)
     return Action("run", cmd, out, 0 if out else 1)
 
 
 def _glob(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="*") or "*"
     where = _s(args, "path", default="/testbed") or "/testbed"
-    script = (
-        f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')"
-    )
-    cmd = f"python3 -c {edits.shell_quote(script)}"
+    cmd = claude_search.glob_command(pattern, where)
     base = where.rstrip("/") + "/"
     paths = [
         ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")
