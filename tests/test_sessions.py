@@ -539,3 +539,20 @@ def test_grep_and_glob_print_the_shown_result_in_an_order_the_command_reproduces
         state,
     )
     assert glob.output == "a.ts\nb.ts\nc.js\n" and _run(glob.command, tmp_path) == (0, glob.output)
+
+
+def test_a_call_the_person_declined_never_ran_and_ends_the_run(tmp_path: Path) -> None:
+    path = _rollout(
+        tmp_path,
+        [
+            _exec("c1", "ls"),
+            _out("c1", _unified("a\n")),
+            _exec("c2", "rm -rf build"),
+            _out("c2", "exec command rejected by user"),
+            _exec("c3", "ls build"),
+            _out("c3", _unified("x\n")),
+        ],
+    )
+    ep = parse_raw(_raw(path))
+    assert ep.counters["parse/interrupted_call_removed"] == 1
+    assert convert_episode(ep).commands == ["ls"]

@@ -24,6 +24,8 @@ wrapper (one item a line, a first line with the session's ``id``) are read the s
   truncated…``) is ``parse/elided_output``.
 * ``apply_patch`` (the tool, or a shell ``apply_patch <<'EOF'`` heredoc Codex intercepts) keeps
   its patch text and the working directory its paths are relative to.
+* A call the person declined at Codex's approval prompt (``exec command rejected by user``)
+  never ran; the decline is their turn and ends the run.
 * ``web_search_call`` results are shown to the model but no command prints them:
   ``parse/unsupported_tool``.
 """
@@ -70,6 +72,8 @@ _EXIT_WRAP = re.compile(
     r"\AExit code: (-?\d+)\nWall time: [^\n]*\n(?:Total output lines: \d+\n)?Output:\n(.*)\Z", re.S
 )
 _ELIDED = re.compile(r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]|\u2026\d+ tokens truncated\u2026")
+# Codex's result for a call the person declined at its approval prompt
+_REJECTED = ("exec command rejected by user", "patch rejected by user")
 _ENV_CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
 _PATCH_HEREDOC = re.compile(r"\A\s*apply_patch\s+<<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\1\s*\Z", re.S)
 
@@ -244,6 +248,13 @@ class _Reader:
     def _output(self, p: dict[str, Any]) -> None:
         call_id = opt_str(p.get("call_id"))
         out, code, running = read_output(p.get("output"))
+        if out.strip().startswith(_REJECTED):
+            # the person declined the call at Codex's approval prompt: it never ran, and their
+            # answer is their turn, which ends the run
+            self.humans.append("[a call declined]")
+            cut_at_second_prompt(self.msgs, self.counters)
+            self.done = True
+            return
         if call_id is not None and call_id in self.poll_ids:
             sid = next(iter(self.running))
             target = self.msgs[self.running[sid]]
