@@ -60,6 +60,7 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "clipped_view",
         "apply_patch_format",
         "apply_patch_failed",
+        "subagent_effect",
         "too_deep",
         "crash",
     )

@@ -29,6 +29,13 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "record_too_large",
         "too_deep",
         "crash",
+        # session transcripts (pipeline/parsers/sessions.py and its readers)
+        "compacted",
+        "unanswered_call",
+        "background_process",
+        "interactive_input",
+        "unsupported_tool",
+        "elided_output",
     )
     namespaces = ("dialect_drops",)
 
