@@ -556,3 +556,104 @@ def test_a_call_the_person_declined_never_ran_and_ends_the_run(tmp_path: Path) -
     ep = parse_raw(_raw(path))
     assert ep.counters["parse/interrupted_call_removed"] == 1
     assert convert_episode(ep).commands == ["ls"]
+
+
+# ------------------------------------------------------------------ Kimi CLI context files
+
+
+def _kimi_context(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    head = [
+        {
+            "role": "_system_prompt",
+            "content": "You are Kimi.\n\n## Working Directory\n\nThe current working directory is `/home/dev/app`. This should be considered as the project root.",
+        },
+        {"role": "_checkpoint", "id": 0},
+        {"role": "user", "content": [{"type": "text", "text": "Rename greet to hello."}]},
+    ]
+    path = tmp_path / "context.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [*head, *records]))
+    return path
+
+
+def _kimi_call(i: str, name: str, **args: Any) -> dict[str, Any]:
+    fn = {"name": name, "arguments": json.dumps(args)}
+    return {
+        "role": "assistant",
+        "content": [{"type": "think", "think": "hm"}, {"type": "text", "text": ""}],
+        "tool_calls": [{"type": "function", "id": i, "function": fn}],
+    }
+
+
+def _kimi_result(i: str, status: str, output: str = "") -> dict[str, Any]:
+    parts = [{"type": "text", "text": f"<system>{status}</system>"}] + (
+        [{"type": "text", "text": output}] if output else []
+    )
+    return {"role": "tool", "tool_call_id": i, "content": parts}
+
+
+def test_a_kimi_context_is_one_run_rooted_where_its_system_prompt_says(tmp_path: Path) -> None:
+    path = _kimi_context(
+        tmp_path,
+        [
+            _kimi_call("t1", "Shell", command="grep -rn greet ."),
+            _kimi_result("t1", "Command executed successfully.", "./app.py:1:def greet(): pass\n"),
+            _kimi_call("t2", "ReadFile", path="/home/dev/app/app.py"),
+            _kimi_result(
+                "t2",
+                "2 lines read from file starting from line 1. Total lines in file: 2. End of file reached.",
+                "     1\tdef greet(): pass\n     2\tgreet()\n",
+            ),
+            _kimi_call(
+                "t3",
+                "StrReplaceFile",
+                path="/home/dev/app/app.py",
+                edit={"old": "greet", "new": "hello", "replace_all": True},
+            ),
+            _kimi_result("t3", "File successfully edited. Applied 1 edit(s) with 2 total replacement(s)."),
+            _kimi_call("t4", "Shell", command="python3 app.py"),
+            _kimi_result("t4", "ERROR: Command failed with exit code: 1.", "NameError\n"),
+        ],
+    )
+    raw = _raw(path)
+    assert raw.kind == "kimi"
+    ep = parse_raw(raw)
+    assert ep.task.problem_statement == "Rename greet to hello." and ep.meta.repo_root == "/home/dev/app"
+    commands, outputs, codes = _turns(path)
+    assert commands[:2] == ["grep -rn greet .", "cat -n '/testbed/app.py'"]
+    assert outputs == [
+        "./app.py:1:def greet(): pass\n",
+        "     1\tdef greet(): pass\n     2\tgreet()\n",
+        "",
+        "NameError\n",
+    ]
+    assert codes == [0, 0, 0, 1]  # Kimi's status states every code; its text is never an output
+    work = tmp_path / "testbed"
+    work.mkdir()
+    (work / "app.py").write_text("def greet(): pass\ngreet()\n")
+    assert _run(commands[2].replace("/testbed", str(work)), tmp_path) == (0, "")
+    assert (work / "app.py").read_text() == "def hello(): pass\nhello()\n"
+
+
+def test_kimi_replaces_the_first_occurrence_and_fails_only_when_nothing_changed(tmp_path: Path) -> None:
+    from pipeline.convert.kimi_tools import kimi_replace_command
+
+    f = tmp_path / "a.txt"
+    f.write_text("x x\n")
+    cmd = kimi_replace_command(str(f), [("x", "y", False)], None)
+    assert _run(cmd, tmp_path) == (0, "") and f.read_text() == "y x\n"
+    failed = "ERROR: No replacements were made. The old string was not found in the file."
+    cmd = kimi_replace_command(str(f), [("zzz", "q", False)], failed)
+    assert _run(cmd, tmp_path) == (1, failed) and f.read_text() == "y x\n"
+
+
+def test_kimis_own_glob_form_is_a_counted_unknown_tool(tmp_path: Path) -> None:
+    path = _kimi_context(
+        tmp_path,
+        [
+            _kimi_call("t1", "Glob", pattern="*.py"),
+            _kimi_result("t1", "Found 1 matches for pattern `*.py`.", "app.py"),
+        ],
+    )
+    with pytest.raises(ConvertError) as err:
+        convert_episode(parse_raw(_raw(path)))
+    assert (err.value.reason, err.value.detail) == ("unknown_tool", "kimi.Glob")

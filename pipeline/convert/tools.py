@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.convert import claude_search, codex_patch, edits
+from pipeline.convert import claude_search, codex_patch, edits, kimi_tools
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.convert.session_tools import no_effect_text
 from pipeline.convert.sweagent_window import (
@@ -822,6 +822,34 @@ def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...]
             )
 
 
+KIMI_OWN = frozenset({"ReadFile", "StrReplaceFile", "WriteFile"})
+
+
+def _kimi_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action | None:
+    """Kimi CLI's file tools in Kimi's argument shapes (``pipeline.convert.kimi_tools``); None
+    for the same names in another harness's shape (read by the shared converters)."""
+    path = _s(args, "path", default="") or ""
+    if name == "WriteFile" and args.get("mode") == "append":
+        raise ConvertError("bad_tool_args", f"turn {turn}: WriteFile in append mode")
+    if name == "StrReplaceFile" and "edit" in args:
+        pairs = kimi_tools.replace_pairs(args, turn)
+        if _failed(obs, rc):
+            if "No replacements were made" not in obs:
+                raise ConvertError("unverifiable_edit", f"turn {turn}: {obs.strip()[:80]}")
+            return Action("run", kimi_tools.kimi_replace_command(path, pairs, obs), obs, 1)
+        if obs.strip():
+            raise ConvertError("unverifiable_edit", f"turn {turn}: an edit's output {obs.strip()[:60]!r}")
+        return Action("run", kimi_tools.kimi_replace_command(path, pairs, None), "", 0)
+    if name == "ReadFile" and ("line_offset" in args or "n_lines" in args or _CAT_N_LINE.match(obs)):
+        if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
+            return None  # a failed read: the shared reader gives cat's own message
+        first = args.get("line_offset")
+        if isinstance(first, int) and first < 0:
+            raise ConvertError("bad_tool_args", f"turn {turn}: ReadFile from the end (line_offset {first})")
+        return Action("run", view_command(path, _range(first, args.get("n_lines"))), obs, 0)
+    return None
+
+
 def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
@@ -837,6 +865,8 @@ def convert_call(
     if obs.startswith("<system>"):
         obs, status_rc = split_system_status(obs)
         rc = rc if rc is not None else status_rc
+    if name in KIMI_OWN and (kimi := _kimi_call(name, args, obs, rc, turn)) is not None:
+        return kimi
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:

@@ -24,6 +24,7 @@ RunKind = Literal[
     "claude_code",
     "codex",
     "pi",
+    "kimi",
 ]
 # the run's verdict on its task, as its source gave it
 Resolved = Literal["resolved", "not resolved", "unknown"]

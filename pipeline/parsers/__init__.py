@@ -15,6 +15,7 @@ from pipeline.parsers import (
     affine_view,
     claude_code,
     codex,
+    kimi,
     miniswe,
     openhands,
     openhands_v1,
@@ -39,6 +40,7 @@ FORMATS: tuple[Format, ...] = (
     claude_code.FORMAT,  # session transcripts: detected from a whole file's lines
     codex.FORMAT,
     pi.FORMAT,
+    kimi.FORMAT,
 )
 
 FORMAT_OF: dict[str, Format] = {f.kind: f for f in FORMATS}

@@ -61,6 +61,7 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "apply_patch_format",
         "apply_patch_failed",
         "subagent_effect",
+        "unverifiable_edit",
         "too_deep",
         "crash",
     )
