@@ -657,3 +657,24 @@ def test_kimis_own_glob_form_is_a_counted_unknown_tool(tmp_path: Path) -> None:
     with pytest.raises(ConvertError) as err:
         convert_episode(parse_raw(_raw(path)))
     assert (err.value.reason, err.value.detail) == ("unknown_tool", "kimi.Glob")
+
+
+@pytest.mark.parametrize(
+    ("args", "obs", "reason"),
+    [
+        (
+            {"command": "npm run dev", "run_in_background": True},
+            "Command running in background with ID: b1",
+            "background_process",
+        ),
+        ({"command": "sleep 999", "timeout": 1000}, "Command timed out after 1s", "timeout_output_unknown"),
+    ],
+)
+def test_claude_bash_runs_no_one_shot_command_stands_for_are_counted_drops(
+    args: dict[str, Any], obs: str, reason: str
+) -> None:
+    from pipeline.convert.tools import ToolState, convert_call
+
+    with pytest.raises(ConvertError) as err:
+        convert_call("Bash", args, obs, None, 0, ToolState())
+    assert err.value.reason == reason

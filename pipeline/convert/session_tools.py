@@ -8,10 +8,14 @@ next turn's thought (``convert/no_effect_folded``), so the run keeps its actions
 A sub-agent that may edit (Claude Code's ``Task``/``Agent`` with ``general-purpose`` or any
 custom agent) made changes the run's own turns do not show: the run is dropped
 (``convert/subagent_effect``), never folded as if nothing happened.
+
+Claude Code's Bash in the background, or killed at its timeout, has no one-shot command:
+``convert/background_process``, ``convert/timeout_output_unknown``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pipeline.core.episode import ConvertError
@@ -30,6 +34,21 @@ def _text(args: dict[str, Any], *names: str) -> str:
         if isinstance(v, str) and v.strip():
             return v.strip()
     return ""
+
+
+_TIMED_OUT = re.compile(r"\A\s*(?:Exit code \d+\n)?Command timed out after ")
+
+
+def refuse_unreplayable(name: str, args: dict[str, Any], obs: str, turn: int) -> None:
+    """Claude Code's Bash calls no one-shot command stands for: a background run (its result is
+    a job id; the output comes later, through another tool) and a command Claude Code killed at
+    its timeout (what it printed before is not recorded as mini's timeout message would need)."""
+    if name != "Bash":
+        return
+    if str(args.get("run_in_background", "")).lower() in ("true", "1"):
+        raise ConvertError("background_process", f"turn {turn}: Bash run_in_background")
+    if _TIMED_OUT.match(obs):
+        raise ConvertError("timeout_output_unknown", f"turn {turn}: {obs.strip()[:60]}")
 
 
 def no_effect_text(name: str, args: dict[str, Any], turn: int) -> str | None:

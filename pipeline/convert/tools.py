@@ -45,7 +45,7 @@ from typing import Any
 
 from pipeline.convert import claude_search, codex_patch, edits, kimi_tools
 from pipeline.convert.render import SUBMIT_COMMAND
-from pipeline.convert.session_tools import no_effect_text
+from pipeline.convert.session_tools import no_effect_text, refuse_unreplayable
 from pipeline.convert.sweagent_window import (
     RemovedTurn,
     WindowState,
@@ -875,6 +875,7 @@ def convert_call(
             return Action("remove", text="convert/sweagent_turn_removed")
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
+        refuse_unreplayable(name, args, obs, turn)
         return convert_bash(args, obs, rc, turn, state)
     if name == REVIEW_TOOL:
         return _review(obs, state)

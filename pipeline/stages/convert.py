@@ -62,6 +62,8 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "apply_patch_failed",
         "subagent_effect",
         "unverifiable_edit",
+        "background_process",
+        "timeout_output_unknown",
         "too_deep",
         "crash",
     )
