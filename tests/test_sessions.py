@@ -678,3 +678,29 @@ def test_claude_bash_runs_no_one_shot_command_stands_for_are_counted_drops(
     with pytest.raises(ConvertError) as err:
         convert_call("Bash", args, obs, None, 0, ToolState())
     assert err.value.reason == reason
+
+
+def test_a_grep_result_shown_relative_to_the_checkout_is_searched_from_it(tmp_path: Path) -> None:
+    from pipeline.convert.tools import ToolState, convert_call
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.ts").write_text("track session\n")
+    (tmp_path / "b.ts").write_text("session track\n")
+    args = {"pattern": "track", "path": "/testbed", "output_mode": "files_with_matches"}
+    act = convert_call("Grep", args, "Found 2 files\nsrc/a.ts\nb.ts", None, 0, ToolState())
+    assert act.command == "grep -rlE -- 'track' | LC_ALL=C sort" and act.output == "b.ts\nsrc/a.ts\n"
+    assert _run(act.command, tmp_path) == (0, act.output)
+    sub = convert_call(
+        "Grep", {**args, "path": "/testbed/src"}, "Found 1 file\nsrc/a.ts", None, 1, ToolState()
+    )
+    assert sub.command == "grep -rlE -- 'track' 'src'" and _run(sub.command, tmp_path) == (0, "src/a.ts\n")
+
+
+def test_an_output_zsh_printed_drops_the_session(tmp_path: Path) -> None:
+    path = _rollout(
+        tmp_path,
+        [_exec("c1", "ls *.nope"), _out("c1", _unified("(eval):1: no matches found: *.nope\n", code=1))],
+    )
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(path))
+    assert err.value.reason == "foreign_shell"

@@ -9,6 +9,8 @@ the same set, as the command prints it. One line needs no sort.
   sorted by path only (a stable sort keeps each file's lines in file order);
 * ripgrep's pattern syntax is Perl's, not POSIX ERE: a pattern with a class POSIX lacks
   (``\\d``, ``\\D``) or a group construct (``(?``) is run with ``grep -P``, others with ``-E``;
+* paths shown relative to the checkout (newer Claude Code) are searched by the relative path
+  from the checkout, where the command runs, so ``grep`` prints them the same way;
 * Glob: Python's ``glob`` with ``**`` recursion; a ``{a,b}`` alternation (ripgrep's, which
   ``glob`` lacks) is expanded into one pattern per alternative, the union printed sorted.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 
 from pipeline.convert import edits
+from pipeline.convert.roots import TESTBED
 
 _PERL_ONLY = re.compile(r"\\[dD]|\(\?")
 _BRACES = re.compile(r"\{([^{}]*)\}")
@@ -27,6 +30,21 @@ def grep_flags(mode: str, pattern: str, ignore_case: bool) -> str:
     """``-r`` and the mode's flag (``l``, ``c`` or ``n``), the regex dialect, ``i``."""
     base = {"content": "-rn", "count": "-rc"}.get(mode, "-rl")
     return base + ("P" if _PERL_ONLY.search(pattern) else "E") + ("i" if ignore_case else "")
+
+
+def search_root(where: str, lines: list[str]) -> str:
+    """The path to give ``grep`` so that it prints paths as shown: Claude Code prints them
+    relative to its working directory (the checkout) in newer versions, absolute in older ones;
+    ``grep`` prints them as it was given its path, so a relative result is searched from the
+    checkout by the relative path (the command runs there)."""
+    if (
+        not lines
+        or any(ln.startswith("/") for ln in lines)
+        or not (where == TESTBED or where.startswith(TESTBED + "/"))
+    ):
+        return where
+    # the checkout itself: no path (``grep -r`` then searches "." and prints no "./" prefix)
+    return where[len(TESTBED) :].lstrip("/")
 
 
 def sorted_result(command: str, lines: list[str], mode: str) -> tuple[str, list[str]]:

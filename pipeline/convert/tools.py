@@ -581,12 +581,14 @@ def _grep(args: dict[str, Any], obs: str) -> Action:
     mode = _s(args, "output_mode", default="files_with_matches") or "files_with_matches"
     flags = claude_search.grep_flags(mode, pattern, bool(args.get("-i")))
     inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
-    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
     lines = [
         ln
         for ln in obs.splitlines()
         if ln.strip() and not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
     ]
+    where = claude_search.search_root(where, lines)
+    target = f" {edits.shell_quote(where)}" if where else ""
+    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)}{target}"
     cmd, lines = claude_search.sorted_result(cmd, lines, mode)
     out = "".join(ln + "\n" for ln in lines)
     return Action("run", cmd, out, 0 if out else 1)

@@ -17,17 +17,24 @@ Rules common to every session format:
   interrupted go (``parse/interrupted_call_removed``);
 * the checkout root is the session's recorded working directory, whatever its form
   (``/Users/<user>/…``, ``C:\\…`` aside, ``/tmp/tmpXXXX``): ``Meta.repo_root`` for the root rewrite;
+* an output holding zsh's own diagnostics (``(eval):1: no matches found``, ``zsh: command not
+  found``) was printed by zsh, the shell of the author's machine, where bash prints another
+  message or none: ``parse/foreign_shell``;
 * a session that was compacted (the agent's context replaced by a summary) is dropped,
   ``parse/compacted``: what the agent saw is no longer the message list.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers.common import Msg, as_list, messages_episode
+
+# zsh's own diagnostics (``(eval):1: no matches found: …``, ``zsh: command not found: x``)
+_ZSH = re.compile(r"^(?:\(eval\):\d+: |zsh:\d*:? )", re.M)
 
 
 def session_events(raw: RawRun) -> list[dict[str, Any]]:
@@ -70,6 +77,10 @@ def session_episode(
     if not cwd or not cwd.startswith("/") or not cwd.rstrip("/"):
         # a root of "/" would make every absolute path the checkout's
         raise ParseError("missing_field", f"{raw.source_uid}: no checkout directory recorded (cwd {cwd!r})")
+    for m in msgs:
+        if m.role == "tool" and _ZSH.search(m.text):
+            # the command ran in zsh (macOS's login shell): bash prints another error, or none
+            raise ParseError("foreign_shell", f"{raw.source_uid}: zsh's own message in an output")
     answered = {m.tool_call_id for m in msgs if m.role == "tool"}
     for m in msgs:
         for c in m.tool_calls:

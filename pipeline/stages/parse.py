@@ -36,6 +36,7 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "interactive_input",
         "unsupported_tool",
         "elided_output",
+        "foreign_shell",
     )
     namespaces = ("dialect_drops",)
 
