@@ -704,3 +704,13 @@ def test_an_output_zsh_printed_drops_the_session(tmp_path: Path) -> None:
     with pytest.raises(ParseError) as err:
         parse_raw(_raw(path))
     assert err.value.reason == "foreign_shell"
+
+
+def test_a_fenced_block_in_an_agents_reply_is_narration_not_a_command(tmp_path: Path) -> None:
+    shown = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Run it with:\n```bash\nrm -rf /\n```"}],
+    }
+    path = _rollout(tmp_path, [_exec("c1", "ls"), _out("c1", _unified("a\n")), shown])
+    assert convert_episode(parse_raw(_raw(path))).commands == ["ls"]

@@ -427,7 +427,7 @@ def restore_pty_newlines(ep: Episode) -> Episode:
 
 
 def walk_messages(
-    msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False
+    msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False, structured: bool = False
 ) -> tuple[list[Step], str]:
     """Turn the messages after the task into Steps; return them and the dominant dialect.
 
@@ -459,6 +459,10 @@ def walk_messages(
                 thought = strip_think(m.text)
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
                 dialect = "tool_calls"
+            elif structured:
+                # a harness whose calls are all structured: a reply's text is narration, never
+                # an action (a fenced block in it is an example the agent showed, not run)
+                thought, calls, dialect = strip_think(m.text), [], "tool_calls"
             else:
                 thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence, counters=counters)
             if not calls:
@@ -735,8 +739,9 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     """Walk a message list and assemble the Episode (task text = first user message)."""
     counters: Counter[str] = Counter()
     bare = kw.pop("bare_fence", False)
+    structured = kw.pop("structured", False)
     dialect_override = kw.pop("dialect", None)
-    steps, dialect = walk_messages(msgs, counters, bare_fence=bare)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, structured=structured)
     task_text = msgs[first_user_index(msgs)].text
     return make_episode(
         task_text=task_text,

@@ -91,6 +91,7 @@ def session_episode(
                 )
     ep = messages_episode(
         msgs,
+        structured=True,  # the agents call tools only as structured calls
         instance_id=session_id or raw.source_uid,
         repo="",
         pool="sessions",
