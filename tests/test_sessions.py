@@ -714,3 +714,18 @@ def test_a_fenced_block_in_an_agents_reply_is_narration_not_a_command(tmp_path: 
     }
     path = _rollout(tmp_path, [_exec("c1", "ls"), _out("c1", _unified("a\n")), shown])
     assert convert_episode(parse_raw(_raw(path))).commands == ["ls"]
+
+
+def test_in_a_claude_code_trace_envelope_too_a_fenced_block_in_a_reply_is_not_a_command(
+    tmp_path: Path,
+) -> None:
+    env = _envelope_of(REAL / "claude-hello-world-script.jsonl")
+    nodes = env["trace"]["nodes"]
+    shown = {"role": "assistant", "content": "To run it again:\n```bash\nrm -rf /tmp/x\n```"}
+    nodes.append({"message": shown, "parent": len(nodes) - 1})
+    path = tmp_path / "envelope.json"
+    path.write_text(json.dumps(env))
+    (raw,) = list(iter_trajectory_file(path))
+    assert isinstance(raw, RawRun)
+    commands = convert_episode(parse_raw(raw)).commands
+    assert commands[-1] == "chmod +x /testbed/hello.sh && /testbed/hello.sh" and len(commands) == 2

@@ -11,6 +11,11 @@ from pipeline.parsers.format import Format
 from pipeline.parsers.workdir import declared_workdir
 
 
+# harnesses whose every call is a structured tool call: a reply's text is narration, and a
+# fenced block in it an example, never a command (``walk_messages(structured=True)``)
+STRUCTURED_HARNESSES = frozenset({"claude_code", "pi", "kimi_code", "hermes_agent"})
+
+
 def _trace_resolved(trace: dict[str, Any]) -> str:
     rewards = trace.get("rewards")
     solved = rewards.get("solved") if isinstance(rewards, dict) else None
@@ -49,6 +54,7 @@ def parse_trace(raw: RawRun) -> Episode:
         epoch=raw.epoch,
         # an interactive harness's declared working directory is the checkout, whatever its form
         root_hint=declared_workdir(msgs),
+        structured=opt_str(policy.get("harness")) in STRUCTURED_HARNESSES,
     )
     ep.counters.update(counters)
     return ep
