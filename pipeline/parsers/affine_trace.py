@@ -10,7 +10,6 @@ from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str,
 from pipeline.parsers.format import Format
 from pipeline.parsers.workdir import declared_workdir
 
-
 # harnesses whose every call is a structured tool call: a reply's text is narration, and a
 # fenced block in it an example, never a command (``walk_messages(structured=True)``)
 STRUCTURED_HARNESSES = frozenset({"claude_code", "pi", "kimi_code", "hermes_agent"})
