@@ -729,3 +729,50 @@ def test_in_a_claude_code_trace_envelope_too_a_fenced_block_in_a_reply_is_not_a_
     assert isinstance(raw, RawRun)
     commands = convert_episode(parse_raw(raw)).commands
     assert commands[-1] == "chmod +x /testbed/hello.sh && /testbed/hello.sh" and len(commands) == 2
+
+
+def _claude_lines(tmp_path: Path, result: dict[str, Any]) -> Path:
+    base = {"sessionId": "s", "cwd": "/Users/me/proj", "isSidechain": False, "userType": "external"}
+    lines = [
+        {
+            **base,
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "Run the tests."},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest -q"}}
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a1",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", **result}]},
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_a_claude_bash_error_gives_its_noted_code_and_one_without_a_note_drops_the_run(
+    tmp_path: Path,
+) -> None:
+    failed = _claude_lines(tmp_path, {"content": "Exit code 2\nno tests ran", "is_error": True})
+    assert _turns(failed)[1:] == (["no tests ran"], [2])
+    harness = _claude_lines(tmp_path, {"content": "Error: spawn /bin/sh ENOENT", "is_error": True})
+    with pytest.raises(ParseError) as err:
+        parse_raw(_raw(harness))
+    assert err.value.reason == "unknown_returncode"

@@ -78,6 +78,7 @@ LOCAL_COMMANDS = frozenset(
         "/privacy-settings",
     }
 )
+_BASH_FAILED = re.compile(r"\A(?:Exit code -?\d+|Command timed out|<tool_use_error>)")
 _LOCAL_COMMAND = re.compile(r"\A<command-name>(/[\w:-]+)</command-name>")
 
 
@@ -158,6 +159,7 @@ def parse_claude_code(raw: RawRun) -> Episode:
     model = ""
     session_id = ""
     last_id: str | None = None  # message.id of the assistant message msgs ends with
+    names: dict[str | None, str] = {}  # call id -> tool name
     for ln in _live_chain(lines):
         cwd = cwd or opt_str(ln.get("cwd"))
         session_id = session_id or opt_str(ln.get("sessionId")) or ""
@@ -175,6 +177,7 @@ def parse_claude_code(raw: RawRun) -> Episode:
                 for b in blocks
                 if b.get("type") == "tool_use"
             ]
+            names.update((c.call_id, c.name) for c in calls)
             mid = opt_str(message.get("id"))
             if mid is not None and mid == last_id and msgs and msgs[-1].role == "assistant":
                 prev = msgs[-1]
@@ -187,6 +190,18 @@ def parse_claude_code(raw: RawRun) -> Episode:
         last_id = None
         results = [b for b in blocks if b.get("type") == "tool_result"]
         ran = [b for b in results if not _result_text(b.get("content")).startswith(_NOT_RUN)]
+        for b in ran:
+            text = _result_text(b.get("content"))
+            if (
+                b.get("is_error")
+                and names.get(b.get("tool_use_id")) == "Bash"
+                and not _BASH_FAILED.match(text)
+            ):
+                # Claude Code notes a failed command's code ("Exit code N"); an error without it
+                # is the harness's, and no exit code may be taken for it
+                raise ParseError(
+                    "unknown_returncode", f"{raw.source_uid}: a Bash error without its exit code"
+                )
         msgs.extend(
             Msg("tool", _result_text(b.get("content")), tool_call_id=opt_str(b.get("tool_use_id")))
             for b in ran

@@ -37,6 +37,7 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "unsupported_tool",
         "elided_output",
         "foreign_shell",
+        "unknown_returncode",
     )
     namespaces = ("dialect_drops",)
 
