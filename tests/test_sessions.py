@@ -776,3 +776,66 @@ def test_a_claude_bash_error_gives_its_noted_code_and_one_without_a_note_drops_t
     with pytest.raises(ParseError) as err:
         parse_raw(_raw(harness))
     assert err.value.reason == "unknown_returncode"
+
+
+def test_a_bash_call_made_where_claude_codes_shell_was_left_runs_there(tmp_path: Path) -> None:
+    base = {"sessionId": "s", "isSidechain": False}
+    lines = [
+        {
+            **base,
+            "cwd": "/Users/me/proj",
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "Test it."},
+        },
+        {
+            **base,
+            "cwd": "/Users/me/proj",
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "cd pkg"}}],
+            },
+        },
+        {
+            **base,
+            "cwd": "/Users/me/proj",
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a1",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": ""}],
+            },
+        },
+        {
+            **base,
+            "cwd": "/Users/me/proj/pkg",
+            "type": "assistant",
+            "uuid": "a2",
+            "parentUuid": "r1",
+            "message": {
+                "id": "m2",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}],
+            },
+        },
+        {
+            **base,
+            "cwd": "/Users/me/proj/pkg",
+            "type": "user",
+            "uuid": "r2",
+            "parentUuid": "a2",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "mod.py"}],
+            },
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert _turns(path)[0] == ["cd pkg", "cd /testbed/pkg && ls"]

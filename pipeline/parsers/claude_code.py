@@ -17,12 +17,15 @@ a file of side-chain lines only is a sub-agent's own transcript, read as its run
 * Any other user text is a human message (an interruption's ``[Request interrupted by user]``
   included), and so is a refused or interrupted call's result: the second one ends the run
   (``parse/second_prompt_cut``, see ``pipeline.parsers.sessions``).
-* The root is the lines' ``cwd``.
+* The root is the first line's ``cwd``; a Bash call made from a line whose ``cwd`` is another
+  directory (Claude Code's shell keeps the directory a ``cd`` left it in) runs there:
+  ``cd DIR && COMMAND`` (``parse/claude_cwd_prefixed``).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from typing import Any
 
@@ -178,6 +181,14 @@ def parse_claude_code(raw: RawRun) -> Episode:
                 if b.get("type") == "tool_use"
             ]
             names.update((c.call_id, c.name) for c in calls)
+            here = opt_str(ln.get("cwd"))
+            if here and cwd and here.rstrip("/") != cwd.rstrip("/"):
+                # Claude Code's shell keeps its directory between calls (the line's cwd); a
+                # mini-swe-agent command starts at the checkout: it goes there first
+                for c in calls:
+                    if c.name == "Bash" and isinstance(c.args.get("command"), str):
+                        c.args["command"] = f"cd {shlex.quote(here)} && {c.args['command']}"
+                        counters["parse/claude_cwd_prefixed"] += 1
             mid = opt_str(message.get("id"))
             if mid is not None and mid == last_id and msgs and msgs[-1].role == "assistant":
                 prev = msgs[-1]
