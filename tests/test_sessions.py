@@ -839,3 +839,28 @@ def test_a_bash_call_made_where_claude_codes_shell_was_left_runs_there(tmp_path:
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert _turns(path)[0] == ["cd pkg", "cd /testbed/pkg && ls"]
+
+
+def test_a_codex_rollout_with_its_apply_patch_passes_verify(tmp_path: Path) -> None:
+    path = _rollout(
+        tmp_path,
+        [
+            _exec("c1", "cat hello.py"),
+            _out("c1", _unified("print('helo')\n")),
+            {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": PATCH},
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c2",
+                "output": json.dumps({"output": REPORT, "metadata": {"exit_code": 0}}),
+            },
+            _exec("c3", "python3 hello.py"),
+            _out("c3", _unified("hello\n")),
+        ],
+    )
+    (line,) = _published(tmp_path, path)
+    assert "drop" not in line, line.get("drop")
+    assert [m["content"].split("\n", 2)[1] for m in line["messages"][2::2]] == [
+        "cat hello.py",
+        "python3 - <<'EOF'",
+        "python3 hello.py",
+    ]
