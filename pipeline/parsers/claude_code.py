@@ -31,8 +31,9 @@ from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun, ToolCall
 from pipeline.parsers.affine_view import AFFINE_MACHINES
-from pipeline.parsers.common import Msg, opt_str
+from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
+from pipeline.parsers.messages import Msg
 from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
 
 _MESSAGE_TYPES = ("user", "assistant")

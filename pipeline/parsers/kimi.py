@@ -26,8 +26,9 @@ from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun, ToolCall
 from pipeline.parsers.affine_view import AFFINE_MACHINES
-from pipeline.parsers.common import Msg, decode_args, opt_str
+from pipeline.parsers.fields import decode_args, opt_str
 from pipeline.parsers.format import Format
+from pipeline.parsers.messages import Msg
 from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
 from pipeline.parsers.workdir import declared_workdir
 

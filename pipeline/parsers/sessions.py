@@ -31,7 +31,9 @@ from collections import Counter
 from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun
-from pipeline.parsers.common import Msg, as_list, messages_episode
+from pipeline.parsers.assembly import messages_episode
+from pipeline.parsers.fields import as_list
+from pipeline.parsers.messages import Msg
 
 # zsh's own diagnostics (``(eval):1: no matches found: …``, ``zsh: command not found: x``)
 _ZSH = re.compile(r"^(?:\(eval\):\d+: |zsh:\d*:? )", re.M)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.parsers.common import Msg
+from pipeline.parsers.messages import Msg
 
 _DECLARED = re.compile(
     r"^[ \t]*(?:Primary working directory|Current working directory|Working directory)[ \t]*:[ \t]*"

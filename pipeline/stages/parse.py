@@ -6,8 +6,8 @@ from collections import Counter
 from typing import ClassVar, NamedTuple
 
 from pipeline.core.episode import Episode, RawRun
-from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep
+from pipeline.stages.rows import dataset_of
 
 
 class Parsed(NamedTuple):
@@ -27,15 +27,18 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "no_steps",
         "unknown_kind",
         "record_too_large",
-        "too_deep",
-        "crash",
+        "bad_graph",
+        "split_streams",
+        "terminal_interleaved",
+        "elided_output",
+        "timeout_output_unknown",
+        "format_error_reference",
         # session transcripts (pipeline/parsers/sessions.py and its readers)
         "compacted",
         "unanswered_call",
         "background_process",
         "interactive_input",
         "unsupported_tool",
-        "elided_output",
         "foreign_shell",
         "unknown_returncode",
     )
