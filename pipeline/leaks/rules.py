@@ -98,6 +98,7 @@ class Task:
         default_factory=list
     )  # the run's own final diff, as post-image windows
     written: str = ""  # the run's commands so far (whitespace collapsed): what it has typed itself
+    stashed: bool = False  # the run made a stash of its own (``git stash``)
 
     @property
     def packages(self) -> set[str]:
@@ -199,6 +200,22 @@ def _git_restore(args: list[str], opts: list[str], pos: list[str], task: Task) -
     return "foreign_object" if any(foreign_ref(s, task) for s in src) else None
 
 
+_STASH_PUSH = frozenset(
+    {"push", "save", "-u", "--include-untracked", "-k", "--keep-index", "-m", "--message"}
+)
+
+
+def _git_stash(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
+    """``git stash show|apply|pop|branch`` of a stash the run did not make (a foreign object)."""
+    verb = args[0] if args else ""
+    if verb == "" or verb in _STASH_PUSH:
+        task.stashed = True  # the run's own work from here on
+        return None
+    if verb in ("show", "apply", "pop", "branch") and not task.stashed:
+        return "foreign_object"
+    return None
+
+
 _GitRule = Callable[[list[str], list[str], list[str], Task], "str | None"]
 GIT_RULES: dict[str, _GitRule] = {
     **dict.fromkeys(("log", "rev-list", "shortlog", "whatchanged"), _git_history),
@@ -223,6 +240,7 @@ GIT_RULES: dict[str, _GitRule] = {
         _git_object,
     ),
     "restore": _git_restore,
+    "stash": _git_stash,
 }
 
 

@@ -11,17 +11,28 @@ from typing import overload
 import polars as pl
 import pyarrow as pa
 
-from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
-from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, make_task, maybe_attempt
+from pipeline.leaks.confirm import (
+    BUG_SUBJECT,
+    OWN_COMMIT,
+    OWN_DIFF_CONTAINMENT,
+    SUBMIT_MARK,
+    confirm,
+    own_final_diff,
+)
+from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, git_parts, make_task, maybe_attempt
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
-from pipeline.shell import split_command
+from pipeline.shell import simple_commands
 
 DETAIL_CMD_CHARS = 200
 DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail
 DETAIL_LINE_CHARS = 100
 # kinds whose delivered text the run could type in (a package install or a bug commit is confirmed as such)
 WRITE_CONFIRMED = frozenset({"git_history", "foreign_object", "network_fetch", "site_packages"})
+# git commands that write an object's content into the tree themselves (the run types nothing)
+TREE_WRITERS = frozenset(
+    {"checkout", "restore", "switch", "reset", "merge", "rebase", "stash", "cherry-pick"}
+)
 
 
 @dataclass
@@ -61,7 +72,7 @@ def scan_run(
         out: str | None = None  # outputs[i], read when a rule needs it
         written.append(cmd)
         may = maybe[i] if maybe is not None else maybe_attempt(cmd)
-        for seg in split_command(cmd) if may else ():
+        for seg in simple_commands(cmd) if may else ():
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
             if kind is None and not (is_git and (lines is None or i >= len(lines) or lines[i])):
@@ -80,6 +91,8 @@ def scan_run(
                 verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
                 return verdict
             match = later.confirming(i, out, task.written) if final in WRITE_CONFIRMED else None
+            if match is None and final == "foreign_object" and git_parts(seg.argv)[0] in TREE_WRITERS:
+                match = later.landed(i, task)
             if match is not None:
                 verdict.kind = final
                 verdict.detail = write_detail(i, match, cmd)
@@ -198,6 +211,22 @@ class _RunWrites:
             if maybe:
                 out |= maybe & set(printed[k])
         return out
+
+    def landed(self, turn: int, task: Task) -> WriteMatch | None:
+        """A foreign object written into the tree by the command of ``turn`` itself (``git checkout
+        SHA -- f``, ``git stash apply``): the run's final diff after it (its submission, else its
+        last plain ``git diff``) holds added lines the run never typed and had not printed before."""
+        blocks = own_blocks(own_final_diff(self.commands[turn + 1 :], self.outputs[turn + 1 :]))
+        added = [x for b in blocks for x in b.added]
+        if not added:
+            return None
+        typed = WS.sub(" ", "\n".join(c for c in self.commands if c))
+        fresh = {x for x in added if x not in typed}
+        fresh -= self._printed_before(turn, fresh)
+        got = [x for x in added if x in fresh]
+        if not got or len(got) < OWN_DIFF_CONTAINMENT * len(added):
+            return None
+        return WriteMatch(turn, got, len(got), len(added))
 
     def confirming(self, turn: int, output: str, typed: str) -> WriteMatch | None:
         """The later write the observation of ``turn`` had shown (see :mod:`pipeline.leaks.writes`)."""
