@@ -18,7 +18,8 @@ from pipeline.orchestration.process import run_steps
 from pipeline.parsers.files import iter_trajectory_file
 from pipeline.stages import STEPS
 from pipeline.stages.leaks import SolutionLeak
-from tests.builders import ctx
+from tests.builders import ctx, work_frame
+from tests.builders import run_row as work_row
 
 L1 = Path(__file__).resolve().parent / "fixtures" / "repro" / "L1-history-read-then-written"
 CHUNK = L1 / "affine" / "views" / "duel_turns@v4" / "chunks" / "view_0084_0000.jsonl.gz"
@@ -234,3 +235,22 @@ def test_a_checkout_of_a_file_from_a_foreign_commit_is_a_leak_when_its_lines_rea
     own["outputs"].insert(READ_TURN, "")
     own["returncodes"].insert(READ_TURN, 0)
     assert verdict(own) == (None, [])
+
+
+def test_a_clone_the_task_itself_asks_for_is_its_checkout_not_a_leak() -> None:
+    """A task that starts with no checkout (containerise, package or set up a repository) asks for the
+    clone; the same clone in a task that gives a checkout fetches upstream: a leak."""
+    clone = "git clone https://github.com/BurntSushi/ripgrep.git agent-result/BurntSushi-ripgrep/cloned_repo"
+    out = "Cloning into 'agent-result/BurntSushi-ripgrep/cloned_repo'...\nReceiving objects: 100% (1/1), done.\n"
+    asked = (
+        "Please create a Dockerfile for this GitHub repository: BurntSushi/ripgrep\n"
+        "1. Clone the repository using git clone under the agent-result/$repo_folder_name/cloned_repo directory"
+    )
+    for statement, want in ((asked, (None, [])), ("Fix the bug in the searcher.", ("network_fetch", []))):
+        row = work_row(
+            [clone, "ls agent-result"], [out, "cloned_repo\n"], problem_statement=statement, patch=""
+        )
+        res = SolutionLeak(ctx())(work_frame([row]))
+        attempts = sorted(k for k in res.counters if k.startswith("solution_leak_attempt/"))
+        got = (res.dropped["reason"][0] if res.dropped.height else None, attempts)
+        assert got == want

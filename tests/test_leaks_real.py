@@ -1,5 +1,6 @@
-"""The leak stages on real public runs: hand-checked expectations for the look-alikes in
-tests/fixtures/real/leaks, and no solution-leak drop anywhere in the real conformance corpus."""
+"""The leak stages on real public runs: hand-checked expectations for the runs in tests/fixtures/real/leaks
+(a run that took its fix from the future history, and look-alikes: own-history reads, restores, stashes,
+installs, fetches), and no solution-leak drop anywhere in the real conformance corpus."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.builders import ctx
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 LEAKS = REAL / "leaks"
 EXPECTATIONS: dict[str, dict[str, object]] = json.loads((LEAKS / "EXPECTATIONS.json").read_text())
-RUN_SUFFIXES = (".traj", ".json", ".jsonl")
+RUN_SUFFIXES = (".traj", ".json", ".jsonl", ".gz")
 
 
 def run_files(folder: Path) -> list[str]:
@@ -54,6 +55,13 @@ def test_every_vendored_leak_run_has_a_hand_checked_expectation() -> None:
 def test_real_look_alike_runs_meet_their_expectation(name: str) -> None:
     want = EXPECTATIONS[name]
     assert solution_leak(LEAKS / name) == [(want["outcome"], want["attempts"])]
+
+
+def test_the_hand_labels_agree_with_the_expected_outcomes() -> None:
+    """A run labelled a leak is expected dropped as one, a look-alike expected kept (the labels are the
+    bench's ground truth, bench/leaks_real.py --labels)."""
+    for name, want in EXPECTATIONS.items():
+        assert (want["label"] == "leak") == str(want["outcome"]).startswith("solution_leak/"), name
 
 
 @pytest.mark.parametrize("name", run_files(REAL))

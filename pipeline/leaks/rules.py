@@ -99,6 +99,7 @@ class Task:
     )  # the run's own final diff, as post-image windows
     written: str = ""  # the run's commands so far (whitespace collapsed): what it has typed itself
     stashed: bool = False  # the run made a stash of its own (``git stash``)
+    statement: str = ""  # the task text
 
     @property
     def packages(self) -> set[str]:
@@ -123,7 +124,9 @@ def make_task(row: dict[str, object]) -> Task:
     # SWE-smith's patch introduces the bug: its removed lines are the fix (input-formats §3.1).
     fix = diff_side(patch, "-" if swesmith else "+")
     m = re.search(r"(?:\.pr_|-)(\d+)$", iid)
-    return Task(iid, repo, str(row.get("base_commit") or ""), fix, swesmith, m.group(1) if m else "")
+    task = Task(iid, repo, str(row.get("base_commit") or ""), fix, swesmith, m.group(1) if m else "")
+    task.statement = str(row.get("problem_statement") or "")
+    return task
 
 
 def git_parts(argv: list[str]) -> tuple[str, list[str]]:
@@ -179,11 +182,24 @@ def _git_branch(args: list[str], opts: list[str], pos: list[str], task: Task) ->
 
 def _git_transfer(sub: str) -> Callable[[list[str], list[str], list[str], Task], str | None]:
     def rule(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
-        if sub == "clone" and not any("://" in p or p.startswith("git@") for p in pos):
+        urls = [p for p in pos if "://" in p or p.startswith("git@")]
+        if sub == "clone" and not urls:
             return None  # a local copy of the own checkout
+        if sub == "clone" and all(_instructed_clone(u, task) for u in urls):
+            return None  # the task asks for this clone: it is the run's checkout, not a leak
         return "network_fetch"
 
     return rule
+
+
+_CLONE_ASKED = re.compile(r"(?i)\bgit clone\b|\bclone the (?:repo|repository)\b")
+
+
+def _instructed_clone(url: str, task: Task) -> bool:
+    """Does the task text ask the run to clone, naming this repository (``owner/name``)? Such a task
+    (set up, package or containerise a repository) starts with no checkout: the clone is its own."""
+    m = re.search(r"[:/]([\w.-]+/[\w.-]+?)(?:\.git)?/?$", url)
+    return bool(m and task.statement and _CLONE_ASKED.search(task.statement) and m.group(1) in task.statement)
 
 
 def _git_remote(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:

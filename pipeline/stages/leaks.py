@@ -64,7 +64,7 @@ class SolutionLeak(Stage):
         reasons = [""] * batch.height
         details = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
-        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "returncodes"]
+        cols = ["instance_id", "repo", "base_commit", "patch", "problem_statement", "commands", "returncodes"]
         idx = cand.arg_true().to_list()
         rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
         outputs = LazyTexts.per_run(batch.get_column("outputs")[idx])  # converted when read
