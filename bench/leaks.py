@@ -754,7 +754,10 @@ def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str
         "",
         "| wrapper or compound form | right | wrong |",
         "|---|---|---|",
-        *(f"| `` {k} `` | {v['ok']} | {v['wrong']} |" for k, v in sorted(by_wrap.items())),
+        *(
+            "| `` " + k.replace("|", "\\|") + f" `` | {v['ok']} | {v['wrong']} |"
+            for k, v in sorted(by_wrap.items())
+        ),
         "",
     ]
     return lines

@@ -254,3 +254,25 @@ def test_a_clone_the_task_itself_asks_for_is_its_checkout_not_a_leak() -> None:
         attempts = sorted(k for k in res.counters if k.startswith("solution_leak_attempt/"))
         got = (res.dropped["reason"][0] if res.dropped.height else None, attempts)
         assert got == want
+
+
+def test_pip_naming_the_tasks_own_package_as_installed_confirms_despite_another_commands_error() -> None:
+    """``pip install erfa; pip install --no-deps astropy``: the first pip's ERROR lines do not hide that
+    the second installed the task's own package (a release with the fix in it)."""
+    cmd = "pip install erfa 2>&1; pip install --no-deps astropy 2>&1 | tail -5"
+    out = (
+        "ERROR: Could not find a version that satisfies the requirement erfa (from versions: none)\n"
+        "ERROR: No matching distribution found for erfa\nInstalling collected packages: astropy\n"
+        "Successfully installed astropy-7.2.0\n"
+    )
+    cases = (
+        ("astropy-7.2.0", ("package_fetch", [])),
+        ("astropy-iers-data-0.2026.6", (None, ["solution_leak_attempt/package_fetch"])),
+    )
+    for installed, want in cases:
+        row = work_row([cmd], [out.replace("astropy-7.2.0", installed)], instance_id="astropy__astropy-12907")
+        row["repo"] = "astropy/astropy"
+        res = SolutionLeak(ctx())(work_frame([row]))
+        attempts = sorted(k for k in res.counters if k.startswith("solution_leak_attempt/"))
+        got = (res.dropped["reason"][0] if res.dropped.height else None, attempts)
+        assert got == want

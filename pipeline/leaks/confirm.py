@@ -33,6 +33,7 @@ FETCH_ERROR = re.compile(
     r"command not found|ERROR: |Traceback \(most recent call last\)|timed out",
     re.M,
 )
+_PIP_INSTALLED = re.compile(r"(?m)^Successfully installed (.+)$")
 _PKG_OK = re.compile(r"Successfully (?:installed|downloaded)|^Saved \S+|^Installed \d+ package", re.M)
 BUG_SUBJECT = re.compile(
     r"(?m)^(?:[*|\\/ ]*(?:commit )?[0-9a-f]{7,40}\s+(?:\([^)\n]*\)\s+)?|\s{4})(?:Bug Patch|Remove F2P Tests)\s*$"
@@ -129,6 +130,12 @@ def _network_fetch(
 def _package_fetch(
     argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
 ) -> bool:
+    # pip naming the task's own package among those it installed is proof whatever else the output
+    # holds (the other commands of a chain print their own errors: ``pip install a; pip install b``)
+    for line in _PIP_INSTALLED.findall(output):
+        names = {re.sub(r"-\d[^-\s]*$", "", d).lower().replace("_", "-") for d in line.split()}
+        if names & {p.replace("_", "-") for p in task.packages}:
+            return True
     return bool(_PKG_OK.search(output)) and not re.search(r"(?m)^ERROR:", output)
 
 

@@ -20,9 +20,12 @@ as for the final diff: each line seen *with its context* (its neighbours in the 
 ``OWN_CONTEXT`` on one side, as consecutive lines of the observation's post-image), a block counting when
 ``OWN_DIFF_CONTAINMENT`` of its lines are seen, the write confirmed when seen blocks hold that share of its
 introduced lines. An edit that carries no unchanged line takes its neighbours from where the run had
-printed the old text (``cat -n`` before ``str_replace``; when that text is printed several times, the
-latest print); a lone line without neighbours never confirms. Lines the run had already printed or typed
-before the attempt are the checkout's or its own, never delivered by the attempt.
+printed the old text (``cat -n`` before ``str_replace``; when that text is printed in several places, each
+distinct surrounding, the latest first); a lone line without neighbours never confirms, except as a change:
+an observed diff whose removed lines are exactly the edit's old text and whose added lines exactly its new
+text (``-    return x[:11]`` / ``+    return x[:n]``, then ``old='    return x[:11]'``) is the edit itself,
+whatever context the diff was cut from. Lines the run had already printed or typed before the attempt are
+the checkout's or its own, never delivered by the attempt.
 """
 
 from __future__ import annotations
