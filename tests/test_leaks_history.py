@@ -276,3 +276,20 @@ def test_pip_naming_the_tasks_own_package_as_installed_confirms_despite_another_
         attempts = sorted(k for k in res.counters if k.startswith("solution_leak_attempt/"))
         got = (res.dropped["reason"][0] if res.dropped.height else None, attempts)
         assert got == want
+
+
+def test_a_commit_a_plain_git_log_listed_is_the_runs_own_history() -> None:
+    """``git show SHA`` of a commit a plain ``git log`` printed is an ancestor of the checkout: no attempt;
+    the same sha listed by ``git log --all`` may be a future commit: a foreign-object attempt."""
+    show = f"commit {SHA}\nAuthor: a <a@x>\n\n    Older work\n\n{HUNK.replace(NEW, '    return list(segment_list)')}"
+    for listing, want in (
+        ("git log --oneline -5", (None, [])),
+        ("git log --all --oneline -5", (None, ["foreign_object", "git_history"])),
+    ):
+        row = varied(
+            listing,
+            f"{SHA[:7]} Older work\n0a1b2c3 Start\n",
+            extra=[(READ_TURN + 1, f"git show {SHA[:7]}", show)],
+            new="    return list(segment_list)[: record or 11]",
+        )
+        assert verdict(row) == want

@@ -29,6 +29,9 @@ DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's deta
 DETAIL_LINE_CHARS = 100
 # kinds whose delivered text the run could type in (a package install or a bug commit is confirmed as such)
 WRITE_CONFIRMED = frozenset({"git_history", "foreign_object", "network_fetch", "site_packages"})
+# listings that, without a flag or ref beyond the checkout (the rules name those), print only its past
+OWN_LISTINGS = frozenset({"log", "rev-list", "shortlog", "whatchanged"})
+LISTED_SHA = re.compile(r"(?m)^[*|\\/ ]*(?:commit )?([0-9a-f]{7,40})\b")
 # git commands that write an object's content into the tree themselves (the run types nothing)
 TREE_WRITERS = frozenset(
     {"checkout", "restore", "switch", "reset", "merge", "rebase", "stash", "cherry-pick"}
@@ -72,9 +75,12 @@ def scan_run(
         out: str | None = None  # outputs[i], read when a rule needs it
         written.append(cmd)
         may = maybe[i] if maybe is not None else maybe_attempt(cmd)
+        listing = attempted = False  # this command lists the own history / attempts something
         for seg in simple_commands(cmd) if may else ():
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
+            attempted = attempted or kind is not None
+            listing = listing or (kind is None and is_git and git_parts(seg.argv)[0] in OWN_LISTINGS)
             if kind is None and not (is_git and (lines is None or i >= len(lines) or lines[i])):
                 continue
             if out is None:
@@ -98,6 +104,10 @@ def scan_run(
                 verdict.detail = write_detail(i, match, cmd)
                 return verdict
             verdict.attempts.add(final)
+        if listing and not attempted and not task.swesmith:
+            # a plain ``git log`` lists only the checkout's past: what it names is the run's own history
+            out = output_at(outputs, i) if out is None else out
+            task.own_shas.update(LISTED_SHA.findall(out))
         # OWN_COMMIT: the (slow, line-anchored) Python scan only where the Rust twin matched
         if lines is not None and i < len(lines):
             if lines[i]:
