@@ -281,8 +281,8 @@ def command_words(argv: list[str]) -> list[str]:
     return argv
 
 
-_WORD_BEFORE = " \t\n;&|("
-_WORD_AFTER = " \t\n;"
+# ``case``/``esac`` as words (inside ``$(...)`` a case pattern's ")" closes nothing)
+_CASE_WORD = re.compile(r"(?<![^\s;&|(])(case|esac)(?=[\s;]|$)")
 
 
 def _closing(text: str, i: int) -> int:
@@ -291,15 +291,9 @@ def _closing(text: str, i: int) -> int:
     depth, n, cases = 1, len(text), 0
     while i < n:
         c = text[i]
-        if (
-            c in "ce"
-            and (i == 0 or text[i - 1] in _WORD_BEFORE)
-            and text[i : i + 5].rstrip(_WORD_AFTER) in ("case", "esac")
-        ):
-            word = text[i : i + 4]
-            if text[i + 4 : i + 5] in ("", *_WORD_AFTER):
-                cases += 1 if word == "case" else -1 if cases else 0
-            i += 4
+        if c in "ce" and (m := _CASE_WORD.match(text, i)):
+            cases += 1 if m.group(1) == "case" else -1 if cases else 0
+            i = m.end()
             continue
         if c == "\\":
             i += 2
