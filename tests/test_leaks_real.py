@@ -4,6 +4,8 @@ installs, fetches), and no solution-leak drop anywhere in the real conformance c
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -68,3 +70,17 @@ def test_the_hand_labels_agree_with_the_expected_outcomes() -> None:
 def test_no_real_conformance_run_is_a_solution_leak(name: str) -> None:
     """None of the real corpus's runs reads a fix from outside (checked by hand, bench/results/leaks.md)."""
     assert all(outcome == "kept" for outcome, _ in solution_leak(REAL / name))
+
+
+def test_every_vendored_run_has_a_provenance_row_with_its_sha256() -> None:
+    """Each file names its repository, commit and path in PROVENANCE.md, with the sha256 of the file as
+    copied (of the uncompressed bytes for a ``.gz``)."""
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in (LEAKS / "PROVENANCE.md").read_text().splitlines()
+        if line.startswith("| `")
+    }
+    for name in run_files(LEAKS):
+        data = (LEAKS / name).read_bytes()
+        digest = hashlib.sha256(gzip.decompress(data) if name.endswith(".gz") else data).hexdigest()
+        assert name in rows and digest in rows[name], name
