@@ -293,3 +293,28 @@ def test_a_commit_a_plain_git_log_listed_is_the_runs_own_history() -> None:
             new="    return list(segment_list)[: record or 11]",
         )
         assert verdict(row) == want
+
+
+@pytest.mark.parametrize(
+    ("read", "want"),
+    [
+        (f"git show {SHA[:7]}:{PATH} > {PATH}", ("foreign_object", [])),
+        (f"git show {SHA[:7]} | git apply", ("foreign_object", [])),
+        (f"git diff HEAD {SHA[:7]} -- {PATH} | patch -p1", ("foreign_object", [])),
+        (f"git format-patch -1 {SHA[:7]} --stdout | git am", ("foreign_object", [])),
+        # the checkout's parent is its own past: the file it restores holds no fix
+        (f"git show HEAD~1:{PATH} > {PATH}", (None, ["foreign_object", "git_history"])),
+        # printed, not written: the run types nothing from it, so nothing confirms
+        (f"git show {SHA[:7]}:{PATH} | head -5", (None, ["foreign_object", "git_history"])),
+    ],
+)
+def test_a_foreign_object_written_into_the_tree_by_a_redirect_or_a_pipe_is_a_leak(
+    read: str, want: tuple[str | None, list[str]]
+) -> None:
+    row = varied(
+        "git log --all --oneline --grep=inbox",
+        f"{SHA[:7]} Fix inbox_dune ignoring record\n",
+        extra=[(READ_TURN + 1, read, ""), (READ_TURN + 2, "git diff", GIT_DIFF_AFTER)],
+        new="    return list(segment_list)[: record or 11]",
+    )
+    assert verdict(row) == want

@@ -19,10 +19,20 @@ from pipeline.leaks.confirm import (
     confirm,
     own_final_diff,
 )
-from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, git_parts, make_task, maybe_attempt
+from pipeline.leaks.rules import (
+    MAYBE_ATTEMPT,
+    RELATIVE,
+    Task,
+    classify,
+    foreign_ref,
+    git_parts,
+    make_task,
+    maybe_attempt,
+    refs_of,
+)
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
-from pipeline.shell import simple_commands
+from pipeline.shell import Segment, simple_commands
 
 DETAIL_CMD_CHARS = 200
 DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail
@@ -76,7 +86,8 @@ def scan_run(
         written.append(cmd)
         may = maybe[i] if maybe is not None else maybe_attempt(cmd)
         listing = attempted = False  # this command lists the own history / attempts something
-        for seg in simple_commands(cmd) if may else ():
+        segs = simple_commands(cmd) if may else []
+        for k, seg in enumerate(segs):
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
             attempted = attempted or kind is not None
@@ -97,7 +108,12 @@ def scan_run(
                 verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
                 return verdict
             match = later.confirming(i, out, task.written) if final in WRITE_CONFIRMED else None
-            if match is None and final == "foreign_object" and git_parts(seg.argv)[0] in TREE_WRITERS:
+            if (
+                match is None
+                and final in LANDING
+                and writes_tree(segs, k)
+                and beyond_own_past(seg.argv, task)
+            ):
                 match = later.landed(i, task)
             if match is not None:
                 verdict.kind = final
@@ -117,6 +133,41 @@ def scan_run(
         if out.startswith("[") or "\n[" in out:
             task.own_shas.update(OWN_COMMIT.findall(out))
     return verdict
+
+
+LANDING = frozenset({"foreign_object", "git_history"})  # kinds whose object a command can write into the tree
+_STDOUT_TO_FILE = re.compile(r"^1?>>?(.*)$")
+_APPLIERS = (["git", "apply"], ["git", "am"], ["patch"], ["tee"])
+
+
+def writes_tree(segs: list[Segment], k: int) -> bool:
+    """Does simple command ``k`` put what it reads into the tree itself: a tree-writing git command
+    (``checkout SHA -- f``, ``cherry-pick``, ``stash apply``), its output redirected into a file
+    (``git show SHA:f > f``) or piped into ``git apply``/``git am``/``patch``/``tee``?"""
+    argv = segs[k].argv
+    if git_parts(argv)[0] in TREE_WRITERS:
+        return True
+    for j, w in enumerate(argv[1:], 1):
+        m = _STDOUT_TO_FILE.match(w)
+        target = (m.group(1) or (argv[j + 1] if j + 1 < len(argv) else "")) if m else ""
+        if target and not target.startswith(("/dev/", "&")):
+            return True
+    nxt = segs[k + 1].argv if segs[k].op == "|" and k + 1 < len(segs) else []
+    return any(nxt[: len(a)] == a for a in _APPLIERS)
+
+
+def beyond_own_past(argv: list[str], task: Task) -> bool:
+    """Does the git command name an object beyond the checkout's own past? ``HEAD~1`` and its kin
+    are the checkout's parents (except in SWE-smith, whose HEAD is the bug); a stash the rules
+    called foreign is not the run's."""
+    sub, args = git_parts(argv)
+    if sub == "stash":
+        return True
+    return any(
+        foreign_ref(a, task) and (task.swesmith or not all(RELATIVE.match(r) for r in refs_of(a)))
+        for a in args
+        if not a.startswith("-")
+    )
 
 
 def output_at(outputs: Sequence[str | None], i: int) -> str:
