@@ -318,3 +318,13 @@ def test_a_foreign_object_written_into_the_tree_by_a_redirect_or_a_pipe_is_a_lea
         new="    return list(segment_list)[: record or 11]",
     )
     assert verdict(row) == want
+
+
+def test_a_pull_request_diff_read_with_githubs_cli_then_typed_in_is_a_leak() -> None:
+    read = "gh pr diff 7101 -R glyphworks/batchingot"
+    assert verdict(varied(read, HUNK)) == ("network_fetch", [])
+    assert verdict(varied(read, "HTTP 404: Not Found (https://api.github.com/graphql)\n")) == (
+        None,
+        ["network_fetch"],
+    )
+    assert verdict(varied("gh auth status", "You are not logged into any GitHub hosts.\n")) == (None, [])

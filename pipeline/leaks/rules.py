@@ -16,7 +16,7 @@ from pipeline.shell import Segment
 
 # Commands whose text matches none of these cannot be classified (the batch pre-filter, in Rust).
 PRE = (
-    r"git\s|git$|curl|wget|https?://|urlopen|urllib|requests\.|httpx|aiohttp|http\s|pip[0-9.]*\s|"
+    r"git\s|git$|\bgh\s|curl|wget|https?://|urlopen|urllib|requests\.|httpx|aiohttp|http\s|pip[0-9.]*\s|"
     r"uv\s+pip|poetry\s+add|conda\s+install|site-packages|dist-packages"
 )
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
@@ -334,12 +334,18 @@ def site_packages_rule(seg: Segment, task: Task) -> str | None:
     return None
 
 
+# GitHub's CLI: subcommands that read the forge (pull requests, their diffs, the API, releases, files)
+_GH_FETCH = frozenset({"pr", "api", "repo", "release", "gist", "issue", "search", "browse", "run"})
+
+
 def classify(seg: Segment, task: Task) -> str | None:
     """The leak kind a simple command attempts, or None."""
     argv = seg.argv
     prog = argv[0].rsplit("/", 1)[-1]
     if prog == "git":
         return git_rule(seg, task)
+    if prog == "gh":
+        return "network_fetch" if len(argv) > 1 and argv[1] in _GH_FETCH else None
     if _is_pip(prog, argv):
         return pip_rule(seg, task)
     if prog in ("poetry", "conda") and len(argv) > 2 and argv[1] in ("add", "install"):
@@ -351,7 +357,7 @@ def classify(seg: Segment, task: Task) -> str | None:
 # manager, a URL fetch or a site-packages reader. shlex only *removes* quotes and backslashes, so
 # these words survive in the command with those characters deleted: an exact pre-filter that spares
 # the (slow, pure-Python) shlex split of the ~90% of commands that are ls/cat/sed/python/pytest.
-MAYBE_ATTEMPT = re.compile(r"git|pip|poetry|conda|://|-packages/")
+MAYBE_ATTEMPT = re.compile(r"git|\bgh\s|pip|poetry|conda|://|-packages/")
 _UNQUOTE = str.maketrans("", "", "'\"\\")
 
 
