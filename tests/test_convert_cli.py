@@ -58,7 +58,7 @@ def test_every_run_is_one_line_with_messages_or_a_drop(lines: list[dict[str, Any
 def test_every_real_run_converts_or_is_listed_with_its_reason(lines: list[dict[str, Any]]) -> None:
     drops = [ln for ln in lines if "drop" in ln]
     assert sorted(drops, key=lambda d: d["source_uid"]) == [
-        # SWE-agent's abbreviated view of a large file: no shell command prints it (issue 11 class 5)
+        # SWE-agent's abbreviated view of a large file: no shell command prints it
         {
             "source_uid": "sweagent-swesmith-pandas-pr_53856.traj#row=0",
             "format": "SWE-agent",
@@ -166,7 +166,7 @@ def test_same_file_name_in_two_folders_gets_two_uids_and_folders_are_expanded(tm
 
 
 def test_a_swelego_parquet_is_read_as_parquet_not_text(tmp_path: Path) -> None:
-    from pipeline.synth.corpus import synth
+    from pipeline.devkit.synth.corpus import synth
 
     synth(tmp_path / "c", runs=6, epochs=1, seed=4)
     parquet = sorted((tmp_path / "c" / "swelego").rglob("*.parquet"))[0]

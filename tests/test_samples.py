@@ -30,7 +30,7 @@ SAMPLES = REAL
 FILES = sorted(SAMPLE_FILES)
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
 # runs whose conversion is a counted drop: SWE-agent's abbreviated view of a large file has no shell
-# command that prints it (issue 11 class 5; it used to pass as the output of `cat -n` on the whole file)
+# command that prints it (it used to pass as the output of `cat -n` on the whole file)
 DROPPED = {"sweagent-swesmith-pandas-pr_53856.traj": "unverifiable_view"}
 
 

@@ -32,7 +32,7 @@ from pipeline.leaks.rules import (
 )
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
-from pipeline.shell import Segment, simple_commands
+from pipeline.text.shell import Segment, simple_commands
 
 DETAIL_CMD_CHARS = 200
 DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail

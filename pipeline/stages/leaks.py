@@ -2,7 +2,7 @@
 
 ``SolutionLeak`` drops runs that obtained the fix from outside their own work, in two steps:
 
-1. rules over every simple command a command runs (:func:`pipeline.shell.simple_commands`: chains,
+1. rules over every simple command a command runs (:func:`pipeline.text.shell.simple_commands`: chains,
    compound commands, substitutions, ``bash -c`` and ``eval`` scripts walked, wrappers peeled) name an
    *attempt* of one kind: ``git_history``,
    ``foreign_object``, ``bug_patch``, ``network_fetch``, ``package_fetch``, ``site_packages``;
@@ -28,7 +28,6 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.core.context import Context
 from pipeline.leaks.benchmark import (
     BenchmarkIndex,
     best_hits,
@@ -40,6 +39,7 @@ from pipeline.leaks.rules import PRE
 from pipeline.leaks.scan import scan_batch
 from pipeline.leaks.solution import LazyTexts, pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
+from pipeline.stages.context import Context
 from schemas.run import DROPS, empty
 
 
