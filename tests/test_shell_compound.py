@@ -1,4 +1,4 @@
-"""The shell walker (:func:`pipeline.shell.simple_commands`): every simple command a compound command
+"""The shell walker (:func:`pipeline.text.shell.simple_commands`): every simple command a compound command
 runs is seen, wherever it stands (if/for/while/until/case bodies, groups, subshells, functions,
 command substitutions, ``bash -c``/``sh -c`` scripts, ``eval``, ``xargs``, ``find -exec``,
 here-documents, continuation lines), and no keyword or loop word is taken for a command."""
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.shell import lift_substitutions, simple_commands
+from pipeline.text.shell import lift_substitutions, simple_commands
 
 LOG = ["git", "log", "--all", "-p"]
 
