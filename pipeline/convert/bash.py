@@ -4,8 +4,10 @@ exit-code notes the harness appended (their code read)."""
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
+from pipeline.convert import edits
 from pipeline.convert.actions import Action, ToolState, _s
 from pipeline.core.episode import ConvertError
 from pipeline.text.shell import peel_wrappers
@@ -73,8 +75,28 @@ def split_exit_marker(obs: str) -> tuple[str, int | None]:
         return obs, rc
 
 
+def codex_shell_command(args: dict[str, Any]) -> str | None:
+    """Codex's shell call as one command: ``cmd`` (``exec_command``) or ``command`` (a string,
+    or ``shell``'s argv, ``["bash", "-lc", SCRIPT]`` its script), run in ``cd WORKDIR &&`` when
+    the call's working directory is not the checkout root. None: not Codex's argument shape."""
+    cmd = args.get("cmd", args.get("command"))
+    if isinstance(cmd, list):
+        words = [str(w) for w in cmd]
+        text = words[2] if len(words) == 3 and words[1] in ("-lc", "-c") else shlex.join(words)
+    elif isinstance(cmd, str):
+        text = cmd
+    else:
+        return None
+    workdir = args.get("workdir")
+    if isinstance(workdir, str) and workdir.rstrip("/") not in ("", "/testbed"):
+        return f"cd {edits.shell_quote(workdir)} && {text}"
+    return text
+
+
 def convert_bash(args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
-    cmd = _s(args, "command", "cmd", "script", default="") or ""
+    cmd = codex_shell_command(args) if ("workdir" in args or "cmd" in args) else None
+    if cmd is None:
+        cmd = _s(args, "command", "cmd", "script", default="") or ""
     is_input = str(args.get("is_input", "false")).lower() in ("true", "1")
     if is_input or cmd.strip() in INTERRUPTS:
         if cmd.strip() in INTERRUPTS:

@@ -7,14 +7,16 @@ import re
 import shlex
 from typing import Any
 
-from pipeline.convert import edits
+from pipeline.convert import claude_search, codex_patch, edits
 from pipeline.convert.actions import Action, ToolState, _failed, _s
+from pipeline.convert.bash import split_exit_marker
 from pipeline.convert.sweagent_window import (
     convert_window,
 )
 from pipeline.convert.views import (
     _ARROW_NUMBER,
     _CAT_N_HEADER,
+    _NUMBERED_EMPTY_TAIL,
     _REMINDER,
     _arrows_at_numbers,
     _cat_n_body,
@@ -72,7 +74,10 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
     raise ConvertError("unknown_tool", f"{args.get('_tool', 'str_replace_editor')}.{command}")
 
 
-def _claude_read_body(obs: str) -> str:
+def _claude_read_body(obs: str, to_end: bool = False) -> str:
+    """Claude Code's numbered read as ``cat -n`` prints it. Read numbers the empty string after a
+    file's final newline as one more line; ``cat -n`` does not: on a read that reached the end of
+    the file (``to_end``) a numbered empty last line is that artifact and goes."""
     body = (_REMINDER.sub("\n", obs) if "<system-reminder>" in obs else obs).rstrip("\n")
     arrows = body.count("\u2192")
     if arrows:
@@ -80,6 +85,8 @@ def _claude_read_body(obs: str) -> str:
         # edit as the per-line substitution, without a Python call per line
         at_numbers = _arrows_at_numbers(body)
         body = body.replace("\u2192", "\t") if at_numbers == arrows else _ARROW_NUMBER.sub(_tab_number, body)
+    if to_end and (m := _NUMBERED_EMPTY_TAIL.search(body, max(body.rfind("\n", 0, len(body) - 1), 0))):
+        body = body[: m.start()]
     return body + "\n" if body else ""
 
 
@@ -93,28 +100,26 @@ def _range(offset: Any, limit: Any) -> list[int] | None:
 def _grep(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="") or ""
     where = _s(args, "path", default="/testbed") or "/testbed"
-    mode = _s(args, "output_mode", default="files_with_matches")
-    flags = {"content": "-rnE", "count": "-rcE"}.get(mode or "", "-rlE")
-    if args.get("-i"):
-        flags += "i"
+    mode = _s(args, "output_mode", default="files_with_matches") or "files_with_matches"
+    flags = claude_search.grep_flags(mode, pattern, bool(args.get("-i")))
     inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
-    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
     lines = [
         ln
         for ln in obs.splitlines()
-        if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
+        if ln.strip() and not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
     ]
-    out = "".join(ln + "\n" for ln in lines if ln.strip())
+    where = claude_search.search_root(where, lines)
+    target = f" {edits.shell_quote(where)}" if where else ""
+    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)}{target}"
+    cmd, lines = claude_search.sorted_result(cmd, lines, mode)
+    out = "".join(ln + "\n" for ln in lines)
     return Action("run", cmd, out, 0 if out else 1)
 
 
 def _glob(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="*") or "*"
     where = _s(args, "path", default="/testbed") or "/testbed"
-    script = (
-        f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')"
-    )
-    cmd = f"python3 -c {edits.shell_quote(script)}"
+    cmd = claude_search.glob_command(pattern, where)
     base = where.rstrip("/") + "/"
     paths = [
         ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")
@@ -132,11 +137,15 @@ def _ls(args: dict[str, Any], obs: str) -> Action:
 def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action:
     path = _s(args, "file_path", "path", default="") or ""
     if name == "Read":
-        cmd = view_command(path, _range(args.get("offset"), args.get("limit")))
+        rng = _range(args.get("offset"), args.get("limit"))
+        cmd = view_command(path, rng)
         if _failed(obs, rc) and "\u2192" not in obs:
             out, code = _missing(path, cmd, obs, turn)
             return Action("run", cmd, out, code)
-        return Action("run", cmd, _claude_read_body(obs), 0)
+        # the read reached the file's end: no limit, or fewer lines shown than it allowed
+        shown = _arrows_at_numbers(obs.split("<system-reminder>", 1)[0].rstrip("\n"))
+        to_end = rng is None or rng[1] == -1 or shown < rng[1] - rng[0] + 1
+        return Action("run", cmd, _claude_read_body(obs, to_end), 0)
     if name == "Write":
         return _create_action(path, _s(args, "content", default="") or "", obs, rc, turn)
     if name == "Edit":
@@ -220,6 +229,14 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     """A unified diff applied by ``git apply`` from a quoted heredoc; the tool's message printed
     after it. Other patch dialects and failed applications are counted drops."""
     patch = _s(args, "patch", "input", "diff", default="") or ""
+    if patch.lstrip().startswith(codex_patch.BEGIN):
+        out, _ = split_exit_marker(obs)
+        if (rc is not None and rc != 0) or (not codex_patch.is_success(out) and _failed(out, None)):
+            raise ConvertError("apply_patch_failed", f"turn {turn}: {obs.strip()[:80]}")
+        if not codex_patch.is_success(out):  # a report that is not Codex's: not what it ran
+            raise ConvertError("apply_patch_format", f"turn {turn}: report {out.strip()[:60]!r}")
+        workdir = _s(args, "workdir", default="/testbed") or "/testbed"
+        return Action("run", codex_patch.codex_patch_command(patch, workdir, out, turn), out, 0)
     if not re.search(r"^(diff --git |--- )", patch, re.M) or "\n@@ " not in patch:
         raise ConvertError("apply_patch_format", f"turn {turn}")
     if _failed(obs, rc):

@@ -20,7 +20,7 @@ subshells and command substitutions (``(``, ``$(``), background jobs, shell keyw
 killed, whatever the child printed) and ``xargs`` deciding a pipeline (123 for any failing child).
 
 The lexer is the project's one (:func:`pipeline.text.shell.split_command`); it cuts ``2>&1`` and
-``&>`` at their ``&``, which ``rc_shape._join_redirects`` glues back. A command's shape is computed
+``&>`` at their ``&``, which ``pipeline.text.shell.join_redirects`` glues back. A command's shape is computed
 once (cached): the rules share it.
 
 ``MEASURED`` records each rule's precision and sample count from the bench; ``ENABLED`` is

@@ -42,10 +42,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.convert import edits
+from pipeline.convert import edits, kimi_tools
 from pipeline.convert.actions import Action, ToolState, _failed, _s, _truthy
 from pipeline.convert.bash import convert_bash
 from pipeline.convert.filetools import (
+    _CAT_N_LINE,
     _apply_patch,
     _create_action,
     _edit_action,
@@ -57,6 +58,8 @@ from pipeline.convert.filetools import (
     convert_claude,
     convert_editor,
 )
+from pipeline.convert.session_tools import NO_EFFECT_TOOLS as SESSION_NO_EFFECT_TOOLS
+from pipeline.convert.session_tools import SUBAGENT_TOOLS, no_effect_text, refuse_unreplayable
 from pipeline.convert.sweagent_window import (
     RemovedTurn,
     convert_window,
@@ -64,11 +67,14 @@ from pipeline.convert.sweagent_window import (
     window_name,
     window_refusal,
 )
-from pipeline.convert.views import _missing, convert_view
+from pipeline.convert.views import _missing, convert_view, view_command
 from pipeline.core.episode import ConvertError
 from pipeline.parsers.sweagent_tools import HANDOFF_TOOL, REVIEW_TOOL
 
-BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
+BASH_TOOLS = frozenset(
+    {"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"}
+    | {"exec_command", "shell_command", "local_shell"}  # Codex CLI's shell tools
+)
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset(
@@ -101,9 +107,7 @@ TODO_TOOLS = frozenset(
 # (OpenHands' context condensation request, its hand-over to a sub-agent whose own actions are
 # events of the same stream; per harness in its parser's docstring)
 NO_EFFECT_TOOLS = frozenset({"request_condensation", "condensation_request", "delegate"})
-
-
-# other harnesses' names for the same file and search tools (hermes_agent, kimi_code and the like)
+# other harnesses' names for the same file and search tools (input-formats §1.2, §5; synth hermes)
 READ_TOOLS = frozenset({"read_file", "ReadFile", "view_file"})
 WRITE_TOOLS = frozenset({"write_file", "WriteFile", "create_file"})
 REPLACE_TOOLS = frozenset({"patch", "replace_in_file", "edit_file", "str_replace"})
@@ -187,6 +191,34 @@ def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...]
             )
 
 
+KIMI_OWN = frozenset({"ReadFile", "StrReplaceFile", "WriteFile"})
+
+
+def _kimi_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action | None:
+    """Kimi CLI's file tools in Kimi's argument shapes (``pipeline.convert.kimi_tools``); None
+    for the same names in another harness's shape (read by the shared converters)."""
+    path = _s(args, "path", default="") or ""
+    if name == "WriteFile" and args.get("mode") == "append":
+        raise ConvertError("bad_tool_args", f"turn {turn}: WriteFile in append mode")
+    if name == "StrReplaceFile" and "edit" in args:
+        pairs = kimi_tools.replace_pairs(args, turn)
+        if _failed(obs, rc):
+            if "No replacements were made" not in obs:
+                raise ConvertError("unverifiable_edit", f"turn {turn}: {obs.strip()[:80]}")
+            return Action("run", kimi_tools.kimi_replace_command(path, pairs, obs), obs, 1)
+        if obs.strip():
+            raise ConvertError("unverifiable_edit", f"turn {turn}: an edit's output {obs.strip()[:60]!r}")
+        return Action("run", kimi_tools.kimi_replace_command(path, pairs, None), "", 0)
+    if name == "ReadFile" and ("line_offset" in args or "n_lines" in args or _CAT_N_LINE.match(obs)):
+        if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
+            return None  # a failed read: the shared reader gives cat's own message
+        first = args.get("line_offset")
+        if isinstance(first, int) and first < 0:
+            raise ConvertError("bad_tool_args", f"turn {turn}: ReadFile from the end (line_offset {first})")
+        return Action("run", view_command(path, _range(first, args.get("n_lines"))), obs, 0)
+    return None
+
+
 # A converter of one family: (name, args, observation, return code, turn, the run's tool state).
 Converter = Callable[[str, dict[str, Any], str, int | None, int, ToolState], Action]
 
@@ -202,6 +234,7 @@ class ToolFamily:
 
 
 def _bash(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
+    refuse_unreplayable(name, args, obs, turn)
     return convert_bash(args, obs, rc, turn, state)
 
 
@@ -226,6 +259,14 @@ def _think(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int,
 
 def _todo(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
     return Action("remove")
+
+
+def _session_no_effect(
+    name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
+) -> Action:
+    folded = no_effect_text(name, args, turn) or ""  # owned: a tool no_effect_text knows, never None
+    state.counters["convert/no_effect_folded"] += 1
+    return Action("fold", text=folded)
 
 
 def _no_effect(
@@ -339,13 +380,14 @@ def _flagged_submit(name: str, args: dict[str, Any]) -> bool:
 
 
 # The harness's own tools, in the order a call is matched: shell, review, handoff, think, to-do,
-# no-effect, submit (with a flag, then the patch submit), the editor.
+# the interactive agents' no-effect tools and sub-agents, other no-effect tools, submit (with a flag, then the patch submit), the editor.
 HARNESS_FAMILIES: tuple[ToolFamily, ...] = (
     ToolFamily("bash", _named(BASH_TOOLS), _bash),
     ToolFamily("review", lambda name, args: name == REVIEW_TOOL, _review_call),
     ToolFamily("handoff", lambda name, args: name == HANDOFF_TOOL, _handoff),
     ToolFamily("think", _named(THINK_TOOLS), _think),
     ToolFamily("todo", _named(TODO_TOOLS), _todo),
+    ToolFamily("session_no_effect", _named(SUBAGENT_TOOLS | SESSION_NO_EFFECT_TOOLS), _session_no_effect),
     ToolFamily("no_effect", _named(NO_EFFECT_TOOLS), _no_effect),
     ToolFamily("flag_submit", _flagged_submit, _flag_submit),
     ToolFamily("submit", lambda name, args: bool(SUBMIT_RE.match(name)), _submit),
@@ -387,6 +429,8 @@ def convert_call(
     if obs.startswith("<system>"):
         obs, status_rc = split_system_status(obs)
         rc = rc if rc is not None else status_rc
+    if name in KIMI_OWN and (kimi := _kimi_call(name, args, obs, rc, turn)) is not None:
+        return kimi
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:

@@ -143,8 +143,9 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     """Walk a message list and assemble the Episode (task text = first user message)."""
     counters: Counter[str] = Counter()
     bare = kw.pop("bare_fence", False)
+    structured = kw.pop("structured", False)
     dialect_override = kw.pop("dialect", None)
-    steps, dialect = walk_messages(msgs, counters, bare_fence=bare)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, structured=structured)
     task_text = msgs[first_user_index(msgs)].text
     return make_episode(
         task_text=task_text,
