@@ -583,11 +583,12 @@ def test_real_0x_timeout_is_marked() -> None:
     assert (ep.steps[0].timed_out, ep.steps[0].observation) == (True, "")
 
 
-def test_real_abbreviated_editor_view_is_a_counted_drop() -> None:
+def test_real_abbreviated_editor_view_is_not_cat_n() -> None:
     """SWE-smith's pandas run views pandas/io/sql.py whole; SWE-agent's editor printed an
-    abbreviated file (function bodies elided, then clipped). No shell command prints that, and
-    ``cat -n`` would claim the whole file: the run is dropped (its review-on-submit is handled)."""
-    assert drop_of(REAL / "sweagent-swesmith-pandas-pr_53856.traj") == ("convert", "unverifiable_view")
+    abbreviated file (function bodies elided, then clipped). ``cat -n`` would claim the whole
+    file: the view is the awk that prints the abbreviation (tests/test_filemap.py proves it)."""
+    conv = convert_file(REAL / "sweagent-swesmith-pandas-pr_53856.traj")
+    assert not conv.commands[1].startswith("cat -n") and conv.commands[1].startswith("awk ")
 
 
 # ------------------------------------------------------------------ class 4: SWE-agent 0.x cursor editor

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.convert import edits
+from pipeline.convert.filemap import convert_filemap, is_filemap
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.convert.sweagent_window import (
     RemovedTurn,
@@ -774,9 +775,6 @@ def split_system_status(obs: str) -> tuple[str, int | None]:
     return rest, 0 if status.startswith("Command executed successfully") else None
 
 
-_ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
-
-
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
@@ -842,10 +840,11 @@ def convert_call(
             # (openhands-aci's traceback) and changed nothing
             state.counters["convert/refused_call_removed"] += 1
             return Action("remove", text="convert/refused_call_removed")
-        if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
-            # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
-            # shell command prints that, and ``cat -n`` would claim the whole file
-            raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
+        if args.get("command") == "view" and is_filemap(obs):
+            # SWE-agent's editor shows a large file with function bodies elided (its filemap):
+            # an awk built from the elided ranges the view shows prints it
+            shown = convert_filemap(_s(args, "path", default="") or "", obs, turn)
+            return Action("run", shown.command, shown.output, 0)
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
         _require(name, args, _NEEDS[name], turn)
