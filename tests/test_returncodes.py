@@ -384,6 +384,32 @@ def test_known_script_rules_on_their_shapes() -> None:
     assert rc.python_script_known_traceback("python repro.py", tb, printed) is None  # print_exc: exit 0
 
 
+def _tb(line: int) -> str:
+    return f'Traceback (most recent call last):\n  File "repro.py", line {line}, in <module>\nValueError: x\n'
+
+
+def test_an_uncaught_module_level_exception_exits_1_even_in_a_script_that_prints_tracebacks() -> None:
+    """The frame's line is a module-level statement with no ``try``/``with`` around it: nothing
+    could catch what it raised, so python printed the traceback and exits 1. The same traceback
+    from a line inside a ``try`` may be the script's own ``print_exc`` (exit 0): unknown."""
+    script = (
+        "cat <<'EOF' > repro.py\nimport traceback\nsetup_things()\n"
+        "try:\n    f()\nexcept Exception:\n    traceback.print_exc()\n"
+        "with ctx():\n    g()\nif True:\n    h()\nEOF"
+    )
+    files = _run((script, "", 0))
+    assert rc.python_script_known_traceback("python repro.py", _tb(2), files) is None  # it prints some
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), files) == 1
+    assert rc.python_script_known_uncaught("python repro.py", _tb(10), files) == 1  # inside an `if`
+    assert rc.python_script_known_uncaught("python repro.py", _tb(4), files) is None  # in the try
+    assert rc.python_script_known_uncaught("python repro.py", _tb(8), files) is None  # a with may swallow
+    assert rc.python_script_known_uncaught("python repro.py", _tb(11), files) is None  # no statement there
+    stop = _tb(2).replace("ValueError: x", "KeyboardInterrupt")
+    assert rc.python_script_known_uncaught("python repro.py", stop, files) is None
+    child = _run((script.replace("setup_things()", "import subprocess"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), child) is None  # a child of itself?
+
+
 EXITING = (
     "cat <<'EOF' > repro.py\nimport sys\nif bad():\n    print(\"BUG REPRODUCED\")\n    sys.exit(1)\n"
     'print("fixed")\nsys.exit(0)\nEOF'

@@ -1062,6 +1062,70 @@ def python_script_known_traceback(command: str, output: str, files: RunFiles) ->
 
 
 _FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$')
+_MODULE_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in <module>$')
+# what may catch an exception, or run the script again in a child, at module level
+_CATCHERS = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_CHILD_OF_ITSELF = re.compile(r"subprocess|os\.system|popen|Popen|multiprocessing|concurrent|runpy|exec\(")
+
+
+def _uncaught_at(tree: ast.Module, line: int) -> bool:
+    """Whether a module-level statement spans ``line`` and nothing around it can catch what it
+    raises (no ``try`` or ``with`` on the way down from the module to it, no function or class:
+    the frame is the module's own)."""
+    body: list[ast.stmt] = tree.body
+    while True:
+        stmt = next((st for st in body if st.lineno <= line <= (st.end_lineno or st.lineno)), None)
+        if stmt is None or isinstance(stmt, _CATCHERS):
+            return False
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)):
+            return False  # a class body's frame is not the module's; a match's cases are not followed
+        inner = [
+            b
+            for field in ("body", "orelse", "handlers", "finalbody", "cases")
+            for b in getattr(stmt, field, None) or []
+            if isinstance(b, ast.stmt)
+        ]
+        nested = [b for b in inner if b.lineno <= line <= (b.end_lineno or b.lineno)]
+        if not nested:
+            return True  # the statement itself (its header line or a simple statement)
+        body = nested
+
+
+def python_script_known_uncaught(command: str, output: str, files: RunFiles) -> int | None:
+    """1 when the final decider runs a script whose text the run wrote or displayed earlier, calls
+    no exit and runs no child of itself, and the output holds a traceback whose first frame is the
+    script's module level at a line where nothing can catch the exception (no ``try``/``with``
+    around that statement): the exception escaped the script, python printed it and exits 1
+    (SystemExit and KeyboardInterrupt excluded). A traceback the script printed itself starts at
+    a frame where it was caught, which is inside a ``try``."""
+    if _TRACEBACK not in output or any(k in output for k in _HIDDEN_END) or _ELIDED in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or _SCRIPT_EXITS.search(known[1]) or _CHILD_OF_ITSELF.search(known[1]):
+        return None
+    try:
+        tree = ast.parse(known[1])
+    except (SyntaxError, ValueError):
+        return None
+    name = posixpath.basename(known[0])
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() != _TRACEBACK:
+            continue
+        frame = _MODULE_FRAME.match(lines[i + 1])
+        if frame is None or posixpath.basename(frame.group(1)) != name:
+            continue
+        exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+        if (
+            _EXC_LINE.match(exc)
+            and not exc.startswith(_NOT_EXIT_1)
+            and _uncaught_at(tree, int(frame.group(2)))
+        ):
+            return 1
+    return None
 
 
 def python_syntax_error(command: str, output: str) -> int | None:
@@ -1145,6 +1209,7 @@ RULES: tuple[Rule, ...] = (
     Rule("python_inline", python_inline),
     Rule("python_script_known_clean", python_script_known_clean, uses_files=True),
     Rule("python_script_known_traceback", python_script_known_traceback, uses_files=True),
+    Rule("python_script_known_uncaught", python_script_known_uncaught, uses_files=True),
     Rule("python_script_quiet", python_script_quiet, uses_files=True),
     Rule("python_clean_output", python_clean_output),
     Rule("python_syntax_error", python_syntax_error),
@@ -1179,16 +1244,17 @@ MEASURED: dict[str, Measured] = {
     "unittest_summary": Measured(1.0000, 753, 2, 1.0000),
     "grep_no_match": Measured(1.0000, 408, 2, 1.0000),
     "grep_match": Measured(1.0000, 3387, 3, 1.0000),
-    "loud_success": Measured(1.0000, 11543, 4, 1.0000),
+    "loud_success": Measured(1.0000, 11547, 4, 1.0000),
     "loud_failure": Measured(1.0000, 75, 1, 1.0000),
     "or_fallback": Measured(1.0000, 259, 1, 1.0000),
     "shell_syntax_error": Measured(0.9818, 55, 1, 0.9778),
     "sympy_test_summary": Measured(1.0000, 123, 1, 1.0000),
-    "python_inline": Measured(1.0000, 844, 3, 1.0000),
-    "python_script_known_clean": Measured(1.0000, 3411, 3, 1.0000),
-    "python_script_known_traceback": Measured(1.0000, 276, 2, 1.0000),
-    "python_script_quiet": Measured(1.0000, 952, 2, 1.0000),
-    "python_clean_output": Measured(0.9880, 3495, 3, 0.9690),
+    "python_inline": Measured(1.0000, 849, 3, 1.0000),
+    "python_script_known_clean": Measured(1.0000, 3448, 3, 1.0000),
+    "python_script_known_traceback": Measured(1.0000, 289, 2, 1.0000),
+    "python_script_known_uncaught": Measured(1.0000, 343, 2, 1.0000),
+    "python_script_quiet": Measured(1.0000, 946, 2, 1.0000),
+    "python_clean_output": Measured(0.9880, 3499, 3, 0.9690),
     "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
     "python_module_failed": Measured(1.0000, 215, 2, 1.0000),
 }
