@@ -328,3 +328,22 @@ def test_pty_newlines_are_restored_only_where_every_line_feed_follows_a_cr() -> 
         "progress\rdone\n",
     ]
     assert ep.counters["parse/pty_newlines_restored"] == 3
+
+
+def test_sweagent_action_with_two_edit_blocks_is_its_first_edit() -> None:
+    """SWE-agent ran only the first ``edit`` block of an action that holds two (its report after
+    ``edit 1:1`` then ``edit 66:66`` counts the file's 66 lines: the second block, 7 lines for
+    one, was not applied), so the call is the first block; the second is no text of the file."""
+    from pipeline.parsers.sweagent import text_action
+
+    action = (
+        "edit 1:1\nfrom django.core.management import call_command\nend_of_edit\n\n"
+        "edit 66:66\nif __name__ == '__main__':\n    test_reproduce()\nend_of_edit\n"
+    )
+    assert text_action(action) == ToolCall(
+        "edit", {"args": "1:1", "body": "from django.core.management import call_command"}
+    )
+    assert text_action("edit 3:3\n    x = 1\nend_of_edit  ") == ToolCall(
+        "edit", {"args": "3:3", "body": "    x = 1"}
+    )
+    assert text_action("edit 3:3\nend_of_edit") == ToolCall("edit", {"args": "3:3", "body": ""})
