@@ -122,3 +122,15 @@ def test_a_cut_message_elides_from_its_start(tmp_path: Path) -> None:
     assert "E='2-2'" in fm.command and fm.command.endswith(f"| head -c {len(shown)}")
     text = "def f():\n" + "    y = 1\n" * 8
     assert run_on(fm.command, "/testbed/m.py", text, tmp_path) == shown
+
+
+def test_the_view_changes_no_file_the_run_knows() -> None:
+    """The filemap command only reads: a script the run wrote before stays known after it (the
+    return-code rules read it), as after any other view."""
+    from pipeline.convert.runfiles import RunFiles
+
+    files = RunFiles()
+    files.learn("cat > '/testbed/repro.py' <<'EOF'\nprint('hi')\nEOF", "", 0)
+    fm = convert_filemap("/testbed/m.py", view(NESTED.expandtabs()), 0)
+    files.learn(fm.command, fm.output, 0)
+    assert files.script("repro.py") == "print('hi')\n"

@@ -406,6 +406,16 @@ def test_an_uncaught_module_level_exception_exits_1_even_in_a_script_that_prints
     assert rc.python_script_known_uncaught("python repro.py", _tb(11), files) is None  # no statement there
     stop = _tb(2).replace("ValueError: x", "KeyboardInterrupt")
     assert rc.python_script_known_uncaught("python repro.py", stop, files) is None
+    # a class statement's frame is the module's (its body runs in a frame named after the class)
+    model = _run(
+        (
+            "cat <<'EOF' > repro.py\nimport traceback\n\nclass Author(Model):\n    try:\n        x = 1\n"
+            "    except Exception:\n        traceback.print_exc()\nEOF",
+            "",
+            0,
+        )
+    )
+    assert rc.python_script_known_uncaught("python repro.py", _tb(3), model) == 1
     child = _run((script.replace("setup_things()", "import subprocess"), "", 0))
     assert rc.python_script_known_uncaught("python repro.py", _tb(2), child) is None  # a child of itself?
 

@@ -57,6 +57,7 @@ _READ_ONLY = frozenset(
         "uniq",
         "cut",
         "tr",
+        "expand",
         "echo",
         "printf",
         "pwd",
