@@ -465,3 +465,13 @@ def test_a_window_the_run_showed_outranks_the_text_inferred() -> None:
     refused = replace_command("/testbed/repro.py", [("absent", "x", False)], "edited", fail_message="no")
     preview = "This is how your edit would have looked if applied\n---\n" + window  # not the file
     assert _run((WRITE, "", 0), (refused, preview, 1)).script("repro.py") == "print('hello')\n"
+
+
+def test_the_repositorys_test_runner_run_by_python_writes_no_known_script() -> None:
+    """``python tests/runtests.py ...`` (Django's runner) is a test runner like ``pytest``: the
+    run's own scripts stay known after it; an unknown script may write anything (all forgotten),
+    and a runtests.py the run wrote itself is read as its text says."""
+    assert _run((WRITE, "", 0), ("python tests/runtests.py auth_tests -v 2", "OK\n", 0)).script("repro.py")
+    assert _run((WRITE, "", 0), ("python tests/other.py auth_tests", "OK\n", 0)).script("repro.py") is None
+    own = "cat <<'EOF' > runtests.py\nopen('repro.py', 'w').write('x')\nEOF"
+    assert _run((WRITE, "", 0), (own, "", 0), ("python runtests.py", "", 0)).script("repro.py") is None
