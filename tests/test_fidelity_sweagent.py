@@ -660,3 +660,29 @@ def test_ls_one_name_a_line_is_left_alone() -> None:
     run["history"][3]["content"] = "a.py\nsrc/"
     ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
     assert ep.steps[0].call.args["command"] == "ls -F" and ep.steps[0].observation == "a.py\nsrc/\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "after"),
+    [
+        ("edit 2:2\nend_of_edit", "a\nc\n"),  # no line: line 2 deleted (the window then shows 2 lines)
+        ("edit 2:2\n\nend_of_edit", "a\n\nc\n"),  # one empty line
+        ("edit 2:2\nB\n\nend_of_edit", "a\nB\n\nc\n"),  # a trailing empty line is a line
+    ],
+)
+def test_a_text_edit_writes_exactly_its_heredoc_lines(action: str, after: str, tmp_path: Path) -> None:
+    """SWE-agent's edit reads its replacement line by line from a heredoc: the converted command
+    leaves the file with exactly those lines in the range (replayed with bash)."""
+    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.parsers.sweagent import text_action
+
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    n = after.count("\n")
+    shown = "".join(f"{i}:{line}\n" for i, line in enumerate(after.split("\n")[:-1], 1))
+    obs = f"[File: /testbed/a.py ({n} lines total)]\n{shown}File updated. Please review the changes."
+    call = text_action(action)
+    assert isinstance(call, ToolCall)
+    act = convert_call(call.name, dict(call.args), obs, None, 0, ToolState())
+    code, out = sh(act.command, tmp_path)
+    assert (code, (tmp_path / "a.py").read_text()) == (0, after)
+    assert out == act.output

@@ -128,7 +128,7 @@ def test_sweagent_0x_text_actions(samples: Path) -> None:
     assert isinstance(s1.call, ToolCall) and s1.call.name == "edit" and s1.call.args["args"] == "1:1"
     body = s1.call.args["body"]
     assert body.startswith("import numpy as np\nfrom pydicom.dataset import Dataset, FileMetaDataset\n")
-    assert "end_of_edit" not in body and not body.endswith("\n")
+    assert "end_of_edit" not in body and body.endswith("result)\n")  # its lines, each with its newline
     assert s1.observation.startswith(
         "[File: /pydicom__pydicom/reproduce_bug.py (18 lines total)]\n1:import numpy as np"
     )
@@ -154,7 +154,7 @@ def test_sweagent_windowed_text_actions_in_command_tags(samples: Path) -> None:
             "body": (
                 "from marshmallow.fields import TimeDelta\nfrom datetime import timedelta\n\n"
                 'td_field = TimeDelta(precision="milliseconds")\n\nobj = dict()\n'
-                'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))'
+                'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))\n'
             ),
         },
     )
@@ -341,9 +341,19 @@ def test_sweagent_action_with_two_edit_blocks_is_its_first_edit() -> None:
         "edit 66:66\nif __name__ == '__main__':\n    test_reproduce()\nend_of_edit\n"
     )
     assert text_action(action) == ToolCall(
-        "edit", {"args": "1:1", "body": "from django.core.management import call_command"}
+        "edit", {"args": "1:1", "body": "from django.core.management import call_command\n"}
     )
     assert text_action("edit 3:3\n    x = 1\nend_of_edit  ") == ToolCall(
-        "edit", {"args": "3:3", "body": "    x = 1"}
+        "edit", {"args": "3:3", "body": "    x = 1\n"}
     )
     assert text_action("edit 3:3\nend_of_edit") == ToolCall("edit", {"args": "3:3", "body": ""})
+
+
+def test_sweagent_edit_body_is_its_lines_as_the_heredoc_feeds_them() -> None:
+    """An edit's replacement is the lines SWE-agent's edit reads from its heredoc, each with its
+    newline: no line at all (the range is deleted) is not one empty line."""
+    from pipeline.parsers.sweagent import text_action
+
+    assert text_action("edit 3:3\nend_of_edit").args["body"] == ""  # deletes line 3
+    assert text_action("edit 3:3\n\nend_of_edit").args["body"] == "\n"  # one empty line
+    assert text_action("edit 3:3\na\n\nend_of_edit").args["body"] == "a\n\n"  # "a", then an empty line
