@@ -8,6 +8,7 @@ view's lines at the view's numbers, that command prints exactly the published ob
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -100,8 +101,6 @@ def test_nested_ranges_tabs_and_line_breaks_python_splits_at(tmp_path: Path) -> 
         ("     1 a\n     3 b\n", False, "line 3 after line 1"),
         ("     1 a\n     5 ... eliding lines 5-9 ...\n", False, "range 5-9 after line 1"),
         ("     1 a\n    2 b\n", False, "is not numbered"),
-        # `expand` counts bytes: a space run ending at a tab stop after a non-ASCII letter
-        ("     1 s = 'é'  # é\n", False, "a tab may follow a non-ASCII character"),
         # the cut shows part of a number that is not the next line's
         ("     1 a\n     2 b\n     7", True, "the clipped line"),
         # after an elided range the cut must show the whole number (a nested message may come first)
@@ -112,6 +111,24 @@ def test_views_the_command_would_not_print_are_counted_drops(body: str, clipped:
     with pytest.raises(ConvertError) as err:
         convert_filemap("/testbed/m.py", view(body, clipped), 2)
     assert err.value.reason == "unverifiable_view" and why in err.value.detail
+
+
+def test_a_tab_after_a_non_ascii_letter_is_expanded_by_characters(tmp_path: Path) -> None:
+    """``expand`` counts bytes: after "é" it would stop a column later than the editor's
+    ``expandtabs``, so such a view is expanded by Python's own."""
+    text = "s = 'é'\t# é\n"
+    shown = ("     1 " + text).expandtabs()
+    fm = convert_filemap("/testbed/m.py", view(shown), 0)
+    assert "| expand" not in fm.command and "expandtabs()" in fm.command
+    assert run_on(fm.command, "/testbed/m.py", text, tmp_path) == shown
+    assert (
+        subprocess.run(  # (what `expand` would have printed)
+            ["bash", "-c", f"printf '%s' {shlex.quote('     1 ' + text)} | expand"],
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+        != shown
+    )
 
 
 def test_a_cut_message_elides_from_its_start(tmp_path: Path) -> None:

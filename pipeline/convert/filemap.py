@@ -13,8 +13,8 @@ No plain command finds function bodies, but the elided ranges are printed in the
 an ``awk`` built from them prints the same text: every line ``%6d %s`` except those in a range,
 and each range's message at its first line. ``awk`` splits lines where Python's ``splitlines``
 does (its ``RS``); ``expand`` expands tabs as ``expandtabs`` does, except after a non-ASCII
-character (``expand`` counts bytes, Python characters), so a view where an expanded tab may
-follow one is not converted. A clipped view is the same command cut at the shown bytes
+character (``expand`` counts bytes, Python characters): a view where an expanded tab may
+follow one is expanded by Python's own ``expandtabs`` instead. A clipped view is the same command cut at the shown bytes
 (``| head -c N``). The two notes are the editor's, not the command's: the observation is
 the view between them.
 
@@ -95,8 +95,6 @@ def _ranges(
         k, text = int(m.group(1)), m.group(2)
         if m.group(1) != _number(k)[:-1]:
             raise bad(f"line {line[:40]!r} is not numbered as the editor numbers")
-        if _expand_may_differ(line):
-            raise bad("a tab may follow a non-ASCII character")
         msg = _MESSAGE.match(text)
         if msg is not None and int(msg.group(1)) == k:
             start, end = k, int(msg.group(2))
@@ -128,7 +126,7 @@ def _cut_line_ok(
     if len(partial) <= _NUMBER_WIDTH + 1:
         return _number(pos).startswith(partial) and (open_range is None or len(partial) >= _NUMBER_WIDTH)
     m = _LINE.match(partial)
-    if m is None or m.group(1) != _number(int(m.group(1)))[:-1] or _expand_may_differ(partial):
+    if m is None or m.group(1) != _number(int(m.group(1)))[:-1]:
         return False
     start, rest = int(m.group(1)), m.group(2)
     marker = "... eliding lines "
@@ -144,9 +142,17 @@ def _cut_line_ok(
     return True
 
 
-def _command(path: str, ranges: list[tuple[int, int]]) -> str:
+# Python's own tab expansion (by characters), for a view where ``expand`` (by bytes) may differ
+_EXPANDTABS = (
+    'python3 -c \'import sys; t = sys.stdin.buffer.read().decode("utf-8", "surrogateescape"); '
+    'sys.stdout.buffer.write(t.expandtabs().encode("utf-8", "surrogateescape"))\''
+)
+
+
+def _command(path: str, ranges: list[tuple[int, int]], shown: str) -> str:
     spec = " ".join(f"{a}-{b}" for a, b in ranges)
-    return f"awk -v E='{spec}' '{_PROGRAM}' {edits.shell_quote(path)} | expand"
+    expand = _EXPANDTABS if any(_expand_may_differ(ln) for ln in shown.split("\n")) else "expand"
+    return f"awk -v E='{spec}' '{_PROGRAM}' {edits.shell_quote(path)} | {expand}"
 
 
 def convert_filemap(path: str, obs: str, turn: int) -> Filemap:
@@ -173,11 +179,11 @@ def convert_filemap(path: str, obs: str, turn: int) -> Filemap:
         raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {path}: no line shown")
     ranges, pos, open_range = _ranges(full, path, turn)
     if clip is None:
-        return Filemap(_command(path, ranges), shown)
+        return Filemap(_command(path, ranges, shown), shown)
     if partial and not _cut_line_ok(partial, pos, open_range, ranges):
         raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {path}: the clipped line")
     size = len(shown.encode("utf-8", "surrogateescape"))
-    return Filemap(f"{_command(path, ranges)} | head -c {size}", shown)
+    return Filemap(f"{_command(path, ranges, shown)} | head -c {size}", shown)
 
 
 __all__ = ["Filemap", "convert_filemap", "is_filemap"]
