@@ -357,3 +357,28 @@ def test_sweagent_edit_body_is_its_lines_as_the_heredoc_feeds_them() -> None:
     assert text_action("edit 3:3\nend_of_edit").args["body"] == ""  # deletes line 3
     assert text_action("edit 3:3\n\nend_of_edit").args["body"] == "\n"  # one empty line
     assert text_action("edit 3:3\na\n\nend_of_edit").args["body"] == "a\n\n"  # "a", then an empty line
+
+
+def test_a_runs_own_action_regex_reads_its_commands() -> None:
+    """A mini-swe-agent fork whose config's ``agent.action_regex`` accepts an indented closing
+    fence ran its indented final submit (the next message is the diff): read with the run's own
+    regex, the run ends with that submit; a regex that is not one group around a fence is ignored."""
+    from pipeline.parsers.dialects import action_regex, extract_calls
+
+    own = action_regex("\\s*```bash\\s*\\n(.*?)\\n\\s*```")
+    reply = "Submit.\n    ```bash\n    echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A\n    ```"
+    assert extract_calls(reply)[1] == []  # mini's default: no action
+    assert extract_calls(reply, fence_re=own)[1] == [
+        Bash("    echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A")
+    ]
+    assert (
+        action_regex("```bash(.*)(x)```") is None
+        and action_regex("(unclosed") is None
+        and action_regex(3) is None
+    )
+    ep = episode(REAL, "mini-v1-cam-indented-fence-django-12209.traj.json")
+    assert (
+        isinstance(ep.steps[-1].call, Bash)
+        and "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in ep.steps[-1].call.command
+    )
+    assert ep.steps[-1].observation.startswith("diff --git a/django/db/models/base.py")

@@ -427,7 +427,11 @@ def restore_pty_newlines(ep: Episode) -> Episode:
 
 
 def walk_messages(
-    msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False
+    msgs: list[Msg],
+    counters: Counter[str],
+    *,
+    bare_fence: bool = False,
+    fence_re: re.Pattern[str] | None = None,
 ) -> tuple[list[Step], str]:
     """Turn the messages after the task into Steps; return them and the dominant dialect.
 
@@ -460,7 +464,9 @@ def walk_messages(
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
                 dialect = "tool_calls"
             else:
-                thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence, counters=counters)
+                thought, calls, dialect = extract_calls(
+                    m.text, bare_fence=bare_fence, counters=counters, fence_re=fence_re
+                )
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
@@ -735,8 +741,9 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     """Walk a message list and assemble the Episode (task text = first user message)."""
     counters: Counter[str] = Counter()
     bare = kw.pop("bare_fence", False)
+    fence_re = kw.pop("fence_re", None)
     dialect_override = kw.pop("dialect", None)
-    steps, dialect = walk_messages(msgs, counters, bare_fence=bare)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, fence_re=fence_re)
     task_text = msgs[first_user_index(msgs)].text
     return make_episode(
         task_text=task_text,

@@ -26,6 +26,7 @@ from pipeline.parsers.common import (
     opt_str,
     sub_dict,
 )
+from pipeline.parsers.dialects import action_regex
 from pipeline.parsers.format import Format, is_message_list
 
 PRE1_SENTINELS = ("MICRO_SWE_AGENT_FINAL_OUTPUT", "NANO_SWE_AGENT_FINAL_OUTPUT")
@@ -66,6 +67,9 @@ def parse_miniswe(raw: RawRun) -> Episode:
         resolved="unknown",
         fold_group=None,
         epoch=raw.epoch,
+        # the harness's own action regex where its config records one (a fork may accept an
+        # indented closing fence that mini's default does not): the commands it ran
+        fence_re=action_regex(_dig(info, "config", "agent", "action_regex")),
     )
     last = ep.steps[-1]
     if (
