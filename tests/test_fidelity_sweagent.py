@@ -686,3 +686,18 @@ def test_a_text_edit_writes_exactly_its_heredoc_lines(action: str, after: str, t
     code, out = sh(act.command, tmp_path)
     assert (code, (tmp_path / "a.py").read_text()) == (0, after)
     assert out == act.output
+
+
+def test_a_create_the_editor_refused_writes_nothing_though_no_status_was_recorded(tmp_path: Path) -> None:
+    """SWE-agent's ``str_replace_editor create`` on an existing path prints its refusal and writes
+    nothing; SWE-agent records no exit status, so the refusal's words alone say it failed: the
+    command refuses the same way (exit 1, the file untouched), it does not overwrite the file."""
+    from pipeline.convert.tools import ToolState, convert_call
+
+    refusal = "File already exists at: /testbed/r.py. Cannot overwrite files using command `create`."
+    (tmp_path / "r.py").write_text("old\n")
+    args = {"command": "create", "path": "/testbed/r.py", "file_text": "new\n"}
+    act = convert_call("str_replace_editor", args, refusal, None, 0, ToolState())
+    assert act.returncode == 1
+    code, out = sh(act.command, tmp_path)
+    assert (code, out, (tmp_path / "r.py").read_text()) == (1, refusal, "old\n")
