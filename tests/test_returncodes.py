@@ -416,6 +416,12 @@ def test_an_uncaught_module_level_exception_exits_1_even_in_a_script_that_prints
         )
     )
     assert rc.python_script_known_uncaught("python repro.py", _tb(3), model) == 1
+    # an exit called before the line would have ended the run before it: only what ends a
+    # process another way leaves the status open
+    words = _run((script.replace("setup_things()", "from scipy import signal; unittest = 1"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), words) == 1
+    hook = _run((script.replace("setup_things()", "atexit.register(lambda: os._exit(0))"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), hook) is None
     child = _run((script.replace("setup_things()", "import subprocess"), "", 0))
     assert rc.python_script_known_uncaught("python repro.py", _tb(2), child) is None  # a child of itself?
 

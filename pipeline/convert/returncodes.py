@@ -1065,6 +1065,12 @@ _FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$')
 _MODULE_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in <module>$')
 # what may catch an exception, or run the script again in a child, at module level
 _CATCHERS = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+# what can end a process whose exception escaped with another status than 1 (an exit before the
+# failing line would have stopped it before that line ran, so only these matter here)
+_EXIT_ALTERING = re.compile(
+    r"_exit\b|atexit|excepthook|ctypes|\bkill\b|signal\.(?:signal|alarm|raise_signal|setitimer)"
+    r"|settrace|setprofile|\bexec[lv]p?e?\(|os\.exec|os\.fork|os\.abort|faulthandler"
+)
 _CHILD_OF_ITSELF = re.compile(r"subprocess|os\.system|popen|Popen|multiprocessing|concurrent|runpy|exec\(")
 
 
@@ -1098,19 +1104,21 @@ def _uncaught_at(tree: ast.Module, line: int) -> bool:
 
 
 def python_script_known_uncaught(command: str, output: str, files: RunFiles) -> int | None:
-    """1 when the final decider runs a script whose text the run wrote or displayed earlier, calls
-    no exit and runs no child of itself, and the output holds a traceback whose first frame is the
-    script's module level at a line where nothing can catch the exception (no ``try``/``with``
+    """1 when the final decider runs a script whose text the run wrote or displayed earlier, has
+    nothing that ends a process another way (``os._exit``, ``atexit``, an ``excepthook``, signals,
+    ``exec``) and runs no child of itself, and the output holds a traceback whose first frame is
+    the script's module level at a line where nothing can catch the exception (no ``try``/``with``
     around that statement): the exception escaped the script, python printed it and exits 1
     (SystemExit and KeyboardInterrupt excluded). A traceback the script printed itself starts at
-    a frame where it was caught, which is inside a ``try``."""
+    a frame where it was caught, which is inside a ``try``. (An exit the script calls before that
+    line would have ended it before the line ran.)"""
     if _TRACEBACK not in output or any(k in output for k in _HIDDEN_END) or _ELIDED in output:
         return None
     shape = _shape(command)
     if shape is None or not _prefix_ok(shape, output):
         return None
     known = _known_script(command, shape, files)
-    if known is None or _SCRIPT_EXITS.search(known[1]) or _CHILD_OF_ITSELF.search(known[1]):
+    if known is None or _EXIT_ALTERING.search(known[1]) or _CHILD_OF_ITSELF.search(known[1]):
         return None
     try:
         tree = ast.parse(known[1])
@@ -1258,7 +1266,7 @@ MEASURED: dict[str, Measured] = {
     "python_inline": Measured(1.0000, 849, 3, 1.0000),
     "python_script_known_clean": Measured(1.0000, 3473, 3, 1.0000),
     "python_script_known_traceback": Measured(1.0000, 289, 2, 1.0000),
-    "python_script_known_uncaught": Measured(1.0000, 369, 2, 1.0000),
+    "python_script_known_uncaught": Measured(1.0000, 462, 2, 1.0000),
     "python_script_quiet": Measured(1.0000, 942, 2, 1.0000),
     "python_clean_output": Measured(0.9880, 3499, 3, 0.9690),
     "python_syntax_error": Measured(1.0000, 7, 0, 1.0000),
