@@ -216,7 +216,8 @@ def extract_calls(
         if xs:
             return strip_think(text[:fpos]), xs, "xml"
     if fence_re is not None:
-        fences = list(fence_re.finditer(text))
+        # (searched up to the last fence mark: each opening the lazy regex tries has a close after it)
+        fences = list(fence_re.finditer(text, 0, text.rfind("```") + 3))
     else:
         # searched only up to the last fence's close (as in ``_upto_last``, without the copy)
         close = text.rfind("\n```")
