@@ -1,4 +1,4 @@
-"""Dedup benchmark on a synthetic corpus (issue 4, "Must show").
+"""Dedup benchmark on a synthetic corpus.
 
     .venv/bin/python bench/dedup.py [--runs 20000] [--seed 0]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 
 from pipeline.core.episode import ParseError, RawRun
-from pipeline.parsers import common, parse_raw
+from pipeline.parsers import parse_raw, walker
 from pipeline.parsers.format_errors import Repair
 
 
@@ -64,7 +64,7 @@ def collect(files: Iterator[tuple[str, bytes]]) -> tuple[list[Record], Counter[s
     """Parse every run; the repairs the walker made and the totals."""
     records: list[Record] = []
     totals: Counter[str] = Counter()
-    original = common.repair_thought
+    original = walker.repair_thought
     current = ""
 
     def recording(thought: str) -> Repair:
@@ -73,7 +73,7 @@ def collect(files: Iterator[tuple[str, bytes]]) -> tuple[list[Record], Counter[s
             records.append(Record(current, thought, got))
         return got
 
-    common.repair_thought = recording  # the walker calls it by this module's name
+    walker.repair_thought = recording  # the walker calls it by its own module's name
     try:
         for name, data in files:
             current = name
@@ -90,7 +90,7 @@ def collect(files: Iterator[tuple[str, bytes]]) -> tuple[list[Record], Counter[s
                 totals[key] += ep.counters[key]
             totals["runs with a removed exchange"] += bool(ep.counters["parse/format_error_removed"])
     finally:
-        common.repair_thought = original
+        walker.repair_thought = original
     return records, totals
 
 

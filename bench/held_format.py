@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.state import (
+from pipeline.store.state import (
     INDEX_COLUMNS,
     KEPT_NAMES,
     KeptWriter,

@@ -1,4 +1,4 @@
-"""Leak and secret filters: precision/recall on planted cases and throughput (issue 5).
+"""Leak and secret filters: precision/recall on planted cases and throughput.
 
 Standalone (default): generates its own labelled WORK batches — planted solution leaks in varied
 wording, attempts, benign look-alikes, benchmark text, every secret kind and secret look-alikes, with
@@ -29,8 +29,8 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
 from pipeline.reference.secrets import PATTERNS, SECRET_KINDS, find_secrets
+from pipeline.stages.context import Context
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 from pipeline.stages.scrub import Scrub
 from schemas.run import WORK, polars_schema
@@ -656,7 +656,7 @@ def score_leaks(
 
 
 def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str]:
-    """Precision/recall of the confirmation from the run's own writes (issue 16)."""
+    """Precision/recall of the confirmation from the run's own writes."""
     batch, labels = write_cases(n_runs, seed + 1)
     out = SolutionLeak(ctx)(batch)
     got = {d["source_uid"]: f"{d['stage']}/{d['reason']}" for d in out.dropped.iter_rows(named=True)}
@@ -668,7 +668,7 @@ def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str
         ok = got.get(u) == e if e.startswith("solution_leak/") else u not in got
         by_how[f"{lb['how']} / {lb['write']}"]["ok" if ok else "wrong"] += 1
     lines = [
-        "## Step-limited runs confirmed by their own writes (issue 16)",
+        "## Step-limited runs confirmed by their own writes",
         "",
         f"`write_cases({n_runs}, seed={seed + 1})`: runs with no submission and no gold patch that read a fix "
         "(`git log --all -p`, `git log --oneline --all` + `git show <sha>`, `git show origin/fix:file`, `curl` of "

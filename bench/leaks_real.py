@@ -1,4 +1,4 @@
-"""Leak stages over real public trajectories: every drop and every attempt, for a hand verdict (issue 16).
+"""Leak stages over real public trajectories: every drop and every attempt, for a hand verdict.
 
     .venv/bin/python bench/leaks_real.py tests/fixtures/real [more dirs or files] [--benchmarks ../shared/benchmarks]
         [--csv out.csv] [--show-attempts]
@@ -21,11 +21,11 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.core.config import Config, Limits
-from pipeline.core.context import Context
 from pipeline.core.episode import Quarantined
 from pipeline.orchestration.process import run_steps
 from pipeline.parsers.files import iter_trajectory_file
 from pipeline.stages import STEPS
+from pipeline.stages.context import Context
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
 
 SUFFIXES = (".traj", ".json", ".jsonl", ".gz")

@@ -1,4 +1,4 @@
-"""Peak memory of a whole `trajpipe run` at 1× and 8× the sample corpus (issue 7).
+"""Peak memory of a whole `trajpipe run` at 1× and 8× the sample corpus.
 
 Usage: .venv/bin/python bench/memory.py [--runs 120] [--factor 8] [--workers 2]
 

@@ -1,4 +1,4 @@
-"""Replay converted real runs on their upstream base trees (issue 11).
+"""Replay converted real runs on their upstream base trees.
 
     .venv/bin/python bench/replay.py tests/fixtures/real [more files or dirs] \
         [--expectations tests/fixtures/real/EXPECTATIONS.json] [--benchmarks ../shared/benchmarks] \
@@ -10,7 +10,7 @@ public, the base tree is checked out once from a local git mirror of the upstrea
 ``<owner>__<name>.git``) into ``<cache>/trees/<owner>__<name>@<commit>`` and committed in a fresh
 git repo (content exact: ``read-tree`` + ``checkout-index``, so no ``export-subst``/``export-ignore``
 rewriting as ``git archive`` would do). Each run is replayed in a scratch copy with ``/testbed``
-mapped onto it (pipeline/replay.py: a private mount namespace and root when run as root, else
+mapped onto it (pipeline/devkit/replay.py: a private mount namespace and root when run as root, else
 path rewriting), every converted command in order, each compared with the converted observation;
 then the final ``git add -A && git diff --cached`` with the run's recorded patch.
 
@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.core.episode import RawRun  # noqa: E402
+from pipeline.devkit.replay import Replay, Turn, make_shell, replay_turns, short_diff, turns_of  # noqa: E402
 from pipeline.orchestration.convert_files import convert_files  # noqa: E402
 from pipeline.parsers.files import iter_trajectory_file  # noqa: E402
-from pipeline.replay import Replay, Turn, make_shell, replay_turns, short_diff, turns_of  # noqa: E402
 
 TASKS_FILE = ROOT / "bench" / "replay_tasks.json"
 FINAL_DIFF = "git add -A && git diff --cached"
@@ -387,7 +387,7 @@ def table(rows: list[list[str]]) -> str:
 
 def render(results: list[Result], expectations: dict[str, Any], command: str) -> str:
     out = [
-        "# Replay of converted real runs (bench/replay.py, issue 11)\n",
+        "# Replay of converted real runs (bench/replay.py)\n",
         f"`{command}`\n",
         "Observations are compared byte for byte after rendering what the replayed command printed "
         "with the converter's own templates. *Task runtime*: the command runs the task's code or "

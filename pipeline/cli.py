@@ -138,7 +138,7 @@ def synth(
 ) -> None:
     """Write a realistic, deterministic synthetic corpus: an Affine corpus (manifests, view and
     trace chunks), SWE-Lego files, a catalog, and labels.jsonl saying what must happen to each run."""
-    from pipeline.synth.corpus import synth as make
+    from pipeline.devkit.synth.corpus import synth as make
 
     if benchmarks is not None and not benchmarks.is_dir():
         _fail(f"--benchmarks: {benchmarks} is not a folder")
@@ -230,14 +230,15 @@ def run(
 ) -> None:
     """Ingest new shards, convert, filter, deduplicate and write the dataset trees."""
     from pipeline.core.config import Config, ConfigError
-    from pipeline.core.ledger import InvariantError
-    from pipeline.core.state import StateDamaged, WorkdirLocked
     from pipeline.orchestration.process import CodeChanged
     from pipeline.orchestration.progress import Reporter
     from pipeline.orchestration.runner import NoBenchmarks, run_pipeline
     from pipeline.publish.publisher import PublishRefused
+    from pipeline.sources import SOURCES, check_inputs, locations
     from pipeline.sources.affine import ManifestError
     from pipeline.sources.swelego import SourceUnavailable
+    from pipeline.store.ledger import InvariantError
+    from pipeline.store.state import StateDamaged, WorkdirLocked
 
     try:
         cfg = Config.load(
@@ -254,10 +255,11 @@ def run(
             workers=workers,
             ray_address=ray_address,
         )
+        check_inputs(cfg)
         cfg.check_inputs()
     except ConfigError as exc:
         _fail(str(exc))
-    if not cfg.affine and not cfg.swelego:
+    if not any(locations(cfg, source) for source in SOURCES):
         _fail("nothing to ingest: give --affine and/or --swelego (or a --config naming them)")
     previous = signal.signal(signal.SIGINT, _announce_stop)
     try:
@@ -308,8 +310,8 @@ def publish(
     create_pr: Annotated[bool, typer.Option("--create-pr", help="open a PR instead of pushing")] = False,
 ) -> None:
     """Send the dataset trees of a finished run to a folder (--to) or the Hub (--hub)."""
-    from pipeline.core.state import WorkdirLocked, workdir_lock
     from pipeline.publish.publisher import PublishRefused, check_publishable
+    from pipeline.store.state import WorkdirLocked, workdir_lock
 
     if to is not None and hub:
         _fail("--to and --hub: give one of them, not both")
@@ -339,7 +341,7 @@ def _publish_locked(
         import httpx
         from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-        from pipeline.hub import HubUnreachable, check_reachable
+        from pipeline.io.hub import HubUnreachable, check_reachable
 
         try:
             check_reachable()
@@ -434,7 +436,7 @@ def benchmarks_pull(
     ),
 ) -> None:
     """Download SWE-bench (full, Lite, Verified, Multimodal), GitGoodBench and others from the Hub."""
-    from pipeline.hub import HubUnreachable, check_reachable
+    from pipeline.io.hub import HubUnreachable, check_reachable
     from pipeline.reference.benchmarks import pull_benchmarks
 
     try:

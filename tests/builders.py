@@ -15,8 +15,8 @@ import orjson
 import polars as pl
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
 from pipeline.publish.publisher import publish_tree, write_manifest
+from pipeline.stages.context import Context
 from schemas.run import DROPS, WORK, polars_schema
 from tests.corpus_kit import view_record
 

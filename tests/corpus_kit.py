@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.synth import affine_writer
+from pipeline.devkit.synth import affine_writer
 
 VIEW_DIR = "views/duel_turns@v4/chunks"
 

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from pipeline.core.state import State
 from pipeline.report.audit import STAGES, build_report, explain, render_report, write_html
+from pipeline.store.state import State
 from schemas.run import DROPS, empty
 from tests.builders import BASH, LEGO, build
 

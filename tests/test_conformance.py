@@ -1,11 +1,11 @@
-"""Conformance corpus (issue 11): real public runs in tests/fixtures/real, each with a hand-checked
+"""Conformance corpus: real public runs in tests/fixtures/real, each with a hand-checked
 expectation in EXPECTATIONS.json, converted by the same code as ``trajpipe convert``.
 
 Given a real run, the published result is exactly: converted or dropped (stage/reason), the number
 of assistant actions that survive, whether it ends with the submit command, and the submitted
 patch the final message shows; some entries also pin exact observations, command shapes, verbatim
 text or a foreign root that must not survive. An entry whose expected result needs a fix of one of
-issue 11's defect classes carries ``known_defect`` and is a strict xfail: once the class is fixed
+the converter's known defect classes carries ``known_defect`` and is a strict xfail: once the class is fixed
 the test XPASSes and fails until the mark is removed from the JSON.
 """
 
@@ -118,7 +118,7 @@ def _params() -> list[Any]:
     params = []
     for uid, e in EXPECTATIONS.items():
         marks = (
-            [pytest.mark.xfail(strict=True, reason=f"issue 11 class {e['known_defect']}")]
+            [pytest.mark.xfail(strict=True, reason=f"known defect class {e['known_defect']}")]
             if "known_defect" in e
             else []
         )

@@ -163,7 +163,7 @@ def test_same_file_name_in_two_folders_gets_two_uids_and_folders_are_expanded(tm
 
 
 def test_a_swelego_parquet_is_read_as_parquet_not_text(tmp_path: Path) -> None:
-    from pipeline.synth.corpus import synth
+    from pipeline.devkit.synth.corpus import synth
 
     synth(tmp_path / "c", runs=6, epochs=1, seed=4)
     parquet = sorted((tmp_path / "c" / "swelego").rglob("*.parquet"))[0]

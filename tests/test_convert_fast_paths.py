@@ -10,10 +10,10 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import shell
 from pipeline.convert import _is_submit_command, edits, roots
 from pipeline.convert.roots import RootRewriter, rewrite_roots
-from pipeline.parsers.common import SUBMIT_MARKERS
+from pipeline.parsers.assembly import SUBMIT_MARKERS
+from pipeline.text import shell
 
 # texts made of paths (a root's forms, look-alikes, the repo's names) and what may stand before one
 _SEGMENTS = ["repo", "app", "workspace", "home", "alice", "tmp", "tmpab12cd", "testbed", "astropy", "pandas"]
@@ -68,7 +68,7 @@ def test_a_runs_root_rewriter_is_rewrite_roots(texts: list[str], root: str | Non
 
 
 def _peel_with_shlex(cmd: str) -> str:
-    """pipeline.shell.peel_wrappers before its single-quote fast path: every script through shlex."""
+    """pipeline.text.shell.peel_wrappers before its single-quote fast path: every script through shlex."""
     cmd = cmd.strip()
     while True:
         m = shell._WRAP_RE.match(cmd)

@@ -1,4 +1,4 @@
-"""The exact hash read from the column's UTF-8 buffer is the sha256 of each string (speed only, issue 14)."""
+"""The exact hash read from the column's UTF-8 buffer is the sha256 of each string (speed only)."""
 
 from __future__ import annotations
 

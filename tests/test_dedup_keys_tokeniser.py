@@ -1,5 +1,5 @@
 """The compiled byte tokeniser gives the tokens of the regex specification on any text (speed
-only, issue 14): TOKEN_PATTERN over the fully normalised action stream, token_hash per token."""
+only): TOKEN_PATTERN over the fully normalised action stream, token_hash per token."""
 
 from __future__ import annotations
 

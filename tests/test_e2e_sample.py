@@ -1,4 +1,4 @@
-"""End to end on the synthetic corpus (issues 2 and 5): synth → run_pipeline → ledger and published trees.
+"""End to end on the synthetic corpus: synth → run_pipeline → ledger and published trees.
 
 Given a two-epoch synthetic corpus whose ``labels.jsonl`` says what must happen to every planted run,
 the pipeline's ledger and published datasets must agree with every label, no planted secret value may
@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import Config
+from pipeline.devkit.synth.corpus import synth
 from pipeline.orchestration.runner import run_pipeline
 from pipeline.reference.secrets import find_secrets
-from pipeline.synth.corpus import synth
 from tests.conftest import BENCH
 
 # the whole sample build: minutes, not seconds (`make test-fast` skips them)

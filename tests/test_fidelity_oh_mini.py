@@ -1,4 +1,4 @@
-"""Conversion fidelity for OpenHands and mini-swe-agent runs (issue 11, classes 3-6, 8, 9, R8).
+"""Conversion fidelity for OpenHands and mini-swe-agent runs.
 
 Each class: given its repro input (tests/fixtures/repro/, README there), the converted messages
 are exactly these, or the drop is exactly this; and the real public runs that show it

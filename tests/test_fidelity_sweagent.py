@@ -1,4 +1,4 @@
-"""SWE-agent / SWE-smith conversion fidelity (issue 11): given this raw run, the converted turns
+"""SWE-agent / SWE-smith conversion fidelity: given this raw run, the converted turns
 are exactly these, or the drop is exactly this.
 
 Each defect class has a test built from its minimal repro input (tests/fixtures/repro/) and tests

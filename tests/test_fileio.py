@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.state import UnitWriter
 from pipeline.io import fileio
+from pipeline.store.state import UnitWriter
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 

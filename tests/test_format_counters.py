@@ -1,4 +1,4 @@
-"""Per-input-format counters (issue 11): runs read and drops per (format, stage/reason), shown by
+"""Per-input-format counters: runs read and drops per (format, stage/reason), shown by
 ``trajpipe audit`` (+ ``--json``) and summarised by ``trajpipe convert``."""
 
 from __future__ import annotations

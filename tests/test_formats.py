@@ -7,9 +7,9 @@ import pkgutil
 
 import pipeline.parsers as parsers
 from pipeline.core.episode import RawRun
-from pipeline.core.rows import dataset_of
 from pipeline.parsers import FORMATS, MACHINES, PARSERS, harness_of, machine_of
 from pipeline.parsers.files import detect_format
+from pipeline.stages.rows import dataset_of
 
 
 def test_every_parser_module_with_a_format_is_registered_once() -> None:

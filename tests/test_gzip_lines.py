@@ -12,7 +12,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.sources.base import iter_gzip_lines
+from pipeline.io.gzlines import iter_gzip_lines
 
 MiB = 1 << 20
 
@@ -70,7 +70,7 @@ def test_a_file_that_ends_inside_an_over_long_record_yields_nothing_more() -> No
 
 
 # ----------------------------------------------------------------------------- the old reader
-# The reader before issue 14 matched every line with ``\S[^\n]*``; it is the specification the
+# The reader before the block split matched every line with ``\S[^\n]*``; it is the specification the
 # faster line split must equal, line numbers and over-long records included.
 _OLD_CONTENT = re.compile(rb"\S[^\n]*")
 

@@ -18,9 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core import state as state_module
 from pipeline.core.config import DedupParams
-from pipeline.core.state import (
+from pipeline.dedup.keys import add_dedup_keys
+from pipeline.orchestration.process import STAGE_ONLY
+from pipeline.publish.shards import ORDER
+from pipeline.store import state as state_module
+from pipeline.store.state import (
     INDEX_COLUMNS,
     KEPT_NAME,
     KEPT_NAMES,
@@ -30,9 +33,6 @@ from pipeline.core.state import (
     UnitMeta,
     read_held,
 )
-from pipeline.dedup.keys import add_dedup_keys
-from pipeline.orchestration.process import STAGE_ONLY
-from pipeline.publish.shards import ORDER
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty, polars_schema
 from tests.builders import published_row, work_frame
 
@@ -174,7 +174,7 @@ def test_held_table_reads_exactly_the_rows_the_polars_scan_did(
 
 
 def test_a_held_file_named_by_no_commit_is_refused(tmp_path: Path) -> None:
-    from pipeline.core.state import StateDamaged
+    from pipeline.store.state import StateDamaged
 
     state, index = held_store(tmp_path, [[[1, 2, 3]]], 0)
     stray = index.with_columns(pl.lit("published/000000/elsewhere.parquet").alias(ROW_FILE))
@@ -184,7 +184,7 @@ def test_a_held_file_named_by_no_commit_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kept_name", KEPT_NAMES)
 def test_a_held_file_unreadable_in_its_format_is_state_damage(tmp_path: Path, kept_name: str) -> None:
-    from pipeline.core.state import StateDamaged
+    from pipeline.store.state import StateDamaged
 
     state, index = held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
     junk = b"PAR1 not a parquet file PAR1" if kept_name.endswith(".parquet") else b"ARROW1\0\0 not IPC ARROW1"
@@ -205,7 +205,7 @@ def test_gather_is_take_in_one_chunk(chunks: list[int], picks: list[int], stretc
     import numpy as np
     import pyarrow as pa
 
-    from pipeline.core.state import _gather
+    from pipeline.store.state import _gather
 
     start = 0
     parts = []
@@ -260,8 +260,8 @@ def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
 def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     tmp_path: Path, damage: str, kept_name: str
 ) -> None:
-    from pipeline.core.state import StateDamaged
     from pipeline.orchestration.runner import _load_unit
+    from pipeline.store.state import StateDamaged
 
     held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
     state = State(tmp_path)

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.synth.corpus import synth
+from pipeline.devkit.synth.corpus import synth
 
 
 def test_ctrl_c_says_it_is_stopping_and_a_rerun_finishes(tmp_path: Path) -> None:

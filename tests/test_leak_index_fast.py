@@ -1,4 +1,4 @@
-"""The benchmark index's fast helpers equal the plain forms they replaced (speed only, issue 14):
+"""The benchmark index's fast helpers equal the plain forms they replaced (speed only):
 ``diff_side``'s whitespace collapsing, ``patch_paths`` and ``sorted_unique``."""
 
 from __future__ import annotations

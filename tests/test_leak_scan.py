@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.config import Config
-from pipeline.core.context import reference_cache
 from pipeline.dedup.hashing import LINE_SEED
 from pipeline.leaks.benchmark import STATEMENT_NGRAM, BenchmarkIndex, run_texts
 from pipeline.leaks.ngrams import gram_hashes, gram_starts, hash_strings, token_hashes, token_hashes_regex
@@ -22,6 +21,7 @@ from pipeline.leaks.scan import GOLD_LINE, ID_LINE, PARTS, PLUS_LINE, scan, scan
 from pipeline.leaks.text import norm_lines_expr
 from pipeline.orchestration.process import load_context
 from pipeline.reference.benchmarks import tables_key
+from pipeline.stages.context import reference_cache
 from pipeline.stages.leaks import BenchmarkLeak
 from tests.conftest import BENCH
 

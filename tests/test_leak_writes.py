@@ -1,4 +1,4 @@
-"""Solution leaks confirmed from the run's own writes (issue 16).
+"""Solution leaks confirmed from the run's own writes.
 
 A run cut by the step limit has no final diff: when it reads a fix from history (or fetches it) and
 later types that fix in, the later write is the evidence.

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from pipeline.leaks.ngrams import token_hashes, token_hashes_regex
 from pipeline.leaks.rules import maybe_attempt
-from pipeline.shell import PLAIN, shlex_split, split_command
 from pipeline.stages.leaks import BenchmarkLeak, SolutionLeak
+from pipeline.text.shell import PLAIN, shlex_split, split_command
 from tests.builders import SUBMIT, ctx, work_frame
 from tests.builders import run_row as work_row
 from tests.conftest import BENCH, REAL
@@ -712,7 +712,7 @@ def test_one_line_gold_added_line_without_its_file_is_not_a_leak() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Speed-ups must not change what is matched (issue 8)
+# Speed-ups must not change what is matched
 
 
 @settings(max_examples=300, deadline=None)

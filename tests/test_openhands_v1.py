@@ -18,11 +18,11 @@ import pytest
 
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.core.episode import ParseError, RawRun, ToolCall
-from pipeline.core.rows import dataset_of
 from pipeline.orchestration.convert_files import convert_files
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import detect_format, iter_trajectory_file
 from pipeline.parsers.openhands_v1 import strip_terminal_frame
+from pipeline.stages.rows import dataset_of
 
 V1 = Path(__file__).resolve().parent / "fixtures" / "real" / "openhands_v1"
 APPLICATIONS = V1 / "eval-safety-applications-line34.jsonl"  # editor view/create, think, finish, no patch

@@ -1,4 +1,4 @@
-"""The parse step's fast paths equal the long ways they skip (issue 14: speed only).
+"""The parse step's fast paths equal the long ways they skip (speed only).
 
 Each fast path is checked against the code it short-cuts, on hostile compositions of the very
 markers that code looks for: the same result, the same counters, the same ParseError."""
@@ -14,14 +14,6 @@ from hypothesis import strategies as st
 
 from pipeline.core.episode import Bash, ParseError, Step, ToolCall
 from pipeline.parsers.affine_view import _checked_path, _is_chain
-from pipeline.parsers.common import (
-    Msg,
-    _fill,
-    clean_observation,
-    decorated_observation,
-    fill_decorated,
-    walk_messages,
-)
 from pipeline.parsers.dialects import (
     BARE_FENCE_RE,
     FENCE_RE,
@@ -31,6 +23,9 @@ from pipeline.parsers.dialects import (
     extract_calls,
     glm_args,
 )
+from pipeline.parsers.messages import Msg
+from pipeline.parsers.observations import clean_observation, decorated_observation
+from pipeline.parsers.walker import _fill, fill_decorated, walk_messages
 
 FAST = settings(max_examples=400, deadline=None)
 
@@ -238,7 +233,7 @@ def test_the_walker_keeps_thoughts_on_first_calls_and_names_the_first_of_tied_di
     assert not counters
 
 
-def _json_call_before(body: str) -> ToolCall:  # the parse before issue 14, word for word
+def _json_call_before(body: str) -> ToolCall:  # the parse before the fast path, word for word
     try:
         obj = orjson.loads(body.strip())
     except orjson.JSONDecodeError:

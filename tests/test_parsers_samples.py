@@ -311,7 +311,7 @@ def test_openhands_event_stream(samples: Path) -> None:
 
 def test_pty_newlines_are_restored_only_where_every_line_feed_follows_a_cr() -> None:
     from pipeline.core.episode import Meta, Step, Task
-    from pipeline.parsers.common import restore_pty_newlines
+    from pipeline.parsers.observations import restore_pty_newlines
 
     obs = ["a\r\nb\r\n", "own crlf\r\r\nnext\r\n", "mixed\r\nbare\n", "one line", "progress\rdone\r\n"]
     ep = Episode(

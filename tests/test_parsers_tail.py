@@ -12,14 +12,9 @@ from hypothesis import strategies as st
 
 from pipeline.convert import tools
 from pipeline.convert.tools import _cat_n_body, _claude_read_body, split_exit_marker
-from pipeline.parsers.common import (
-    OH_TRAILER_RE,
-    SWEAGENT_FOOTER_RE,
-    clean_observation,
-    rstripped_len,
-    strip_think,
-    tail_search,
-)
+from pipeline.parsers.dialects import strip_think
+from pipeline.parsers.observations import OH_TRAILER_RE, SWEAGENT_FOOTER_RE, clean_observation
+from pipeline.text.tails import rstripped_len, tail_search
 
 PIECES = [
     "\n",

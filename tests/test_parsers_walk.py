@@ -12,19 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.episode import Bash, ParseError, Step, ToolCall
-from pipeline.parsers import common
-from pipeline.parsers.common import (
-    FORMAT_ERROR_MARKERS,
-    Msg,
-    _fill,
-    extract_calls,
-    first_user_index,
-    join_thought,
-    repair_after_format_errors,
-    split_tool_responses,
-    strip_think,
-    walk_messages,
-)
+from pipeline.parsers import walker
+from pipeline.parsers.dialects import extract_calls, join_thought, split_tool_responses, strip_think
+from pipeline.parsers.format_errors import FORMAT_ERROR_MARKERS
+from pipeline.parsers.messages import Msg, first_user_index
+from pipeline.parsers.walker import _fill, repair_after_format_errors, walk_messages
 
 
 def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step], str]:
@@ -71,7 +63,7 @@ def reference_walk(msgs: list[Msg], counters: Counter[str]) -> tuple[list[Step],
         if role == "tool":
             target = None
             if m.tool_call_id is not None:
-                target = next((i for i in open_ if common._call_id(steps[i]) == m.tool_call_id), None)
+                target = next((i for i in open_ if walker._call_id(steps[i]) == m.tool_call_id), None)
             if target is None and open_:
                 target = open_[0]
             if target is None:

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
-from pipeline.synth.corpus import synth
+from pipeline.devkit.synth.corpus import synth
 from tests.conftest import BENCH
 
 BASE_URL = "https://data.affine.io"

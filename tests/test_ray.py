@@ -103,8 +103,8 @@ def _tree(root: Path) -> dict[str, bytes]:
 @pytest.mark.ray
 def test_ray_and_local_publish_byte_identical_trees(ray_cluster, tmp_path: Path) -> None:
     from pipeline.core.config import Config
+    from pipeline.devkit.synth.corpus import synth
     from pipeline.orchestration.runner import run_pipeline
-    from pipeline.synth.corpus import synth
 
     corpus = tmp_path / "corpus"
     synth(corpus, runs=30, epochs=2, seed=3)

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 import pipeline.reference.cache as ref_cache
 from pipeline.cli import app
 from pipeline.core.config import Config
+from pipeline.devkit.synth.corpus import synth
 from pipeline.leaks.benchmark import BenchmarkIndex
 from pipeline.orchestration.runner import run_pipeline
-from pipeline.synth.corpus import synth
 from tests.builders import tree_bytes
 from tests.conftest import BENCH
 

@@ -1,4 +1,4 @@
-"""Replay without upstream trees (issue 11): every real fixture run is converted, the files it
+"""Replay without upstream trees: every real fixture run is converted, the files it
 displayed whole (``cat``, ``cat -n``, a SWE-agent window showing every line) are rebuilt from its
 own outputs, and the converted commands that touch only those files (edit scripts, creates,
 later displays) are run with bash and must print exactly the converted observation.
@@ -13,8 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.orchestration.convert_files import convert_files
-from pipeline.replay import (
+from pipeline.devkit.replay import (
     RewriteShell,
     Turn,
     local_replay,
@@ -25,6 +24,7 @@ from pipeline.replay import (
     turns_of,
     whole_display,
 )
+from pipeline.orchestration.convert_files import convert_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FILES = sorted(
@@ -33,7 +33,7 @@ FILES = sorted(
     if f.is_file() and f.suffix in (".traj", ".json", ".jsonl") and f.name != "EXPECTATIONS.json"
 )
 
-# Differences the converter still has, by run and turn, with their defect class (issue 11). A
+# Differences the converter still has, by run and turn, with their defect class. A
 # difference not listed here fails the test; a listed one that is fixed may disappear.
 KNOWN: dict[str, dict[int, str]] = {
     # class 8: the earliest pre-1.0 mini-swe-agent dialect (<args> echo of the docker command,
@@ -159,7 +159,7 @@ def test_replay_turns_of_a_converted_run(converted: list[dict]) -> None:
 
 
 def test_file_dates_alone_are_told_apart_from_other_differences() -> None:
-    from pipeline.replay import dates_only
+    from pipeline.devkit.replay import dates_only
 
     ours = "-rw-r--r-- 1 root root   61 Nov 30 21:31 Dockerfile\n"
     assert dates_only("-rw-r--r-- 1 root root   61 Jul 17 01:31 Dockerfile\n", ours)

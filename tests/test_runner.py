@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import Config
-from pipeline.core.state import WorkdirLocked, seal_record, workdir_lock
 from pipeline.io.fileio import file_sha256
 from pipeline.orchestration.runner import NoBenchmarks, RunSummary, run_pipeline
+from pipeline.store.state import WorkdirLocked, seal_record, workdir_lock
 from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, write_chunk, write_epoch
 
@@ -125,7 +125,7 @@ def test_one_run_per_workdir(tmp_path: Path) -> None:
         import sys
 
         code = (
-            "import sys; from pathlib import Path; from pipeline.core.state import workdir_lock\n"
+            "import sys; from pathlib import Path; from pipeline.store.state import workdir_lock\n"
             f"with workdir_lock(Path({str(tmp_path)!r})): pass"
         )
         proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True)
@@ -239,8 +239,8 @@ def test_splitting_a_swelego_file_into_row_group_units_changes_no_output(
 ) -> None:
     import pyarrow.parquet as pq
 
+    from pipeline.devkit.synth.corpus import synth
     from pipeline.sources import swelego
-    from pipeline.synth.corpus import synth
 
     synth(tmp_path / "s", runs=12, epochs=1, seed=5)
     for f in (tmp_path / "s" / "swelego").rglob("*.parquet"):

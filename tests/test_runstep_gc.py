@@ -13,6 +13,7 @@ from tests.builders import CTX
 
 class Probe(RunStep[int, list[Any]]):
     name = "parse"
+    reasons = ("bad_shape",)
     seen: list[bool]
 
     def one(self, item: int, counters: Counter[str]) -> Any:

@@ -94,7 +94,7 @@ CASES: list[tuple[str, str, str]] = [
     ("env_secret", "MY_SERVICE_TOKEN='Zx81Lq0Pw7Nv' ./deploy.sh", "Zx81Lq0Pw7Nv"),
     ("env_secret", "APP_SECRET_KEY=yGzu4iuccZIJLvMADs4T", "yGzu4iuccZIJLvMADs4T"),
     ("hf_token", "HF_TOKEN=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", "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"),
-    # kinds the red-team pass found missed (issue 12)
+    # kinds a red-team pass found missed
     (
         "anthropic_key",
         "ANTHROPIC_AUTH=sk-ant-oat01-Q7mXk2pLz9RtV4wB8nYc3HdJ6fGs1Ae5Uo0iR7xk2QpL9mZt-AA claude",

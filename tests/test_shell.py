@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pipeline.convert.tools import peel_wrappers as convert_peel
 from pipeline.leaks.rules import classify, make_task
-from pipeline.shell import peel_wrappers, split_command
+from pipeline.text.shell import peel_wrappers, split_command
 
 INNER = ["git", "log", "--all", "-p"]
 
@@ -65,7 +65,7 @@ def test_every_wrapper_form_reaches_the_git_history_rule(cmd: str) -> None:
 
 
 def test_the_timeout_signal_form_that_used_to_slip_past() -> None:
-    """leaks.py:182 dropped only ``-s`` and left ``KILL 30`` in front of git (issue 16)."""
+    """leaks.py:182 dropped only ``-s`` and left ``KILL 30`` in front of git."""
     segs = split_command("timeout -s KILL 30 git log --all -p")
     assert segs[0].argv[0] == "git"
 
@@ -168,7 +168,7 @@ def _shlex_reference(line: str) -> list[str]:
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=" \t\r\n'\"\\#;&|()<>=$-_./~*ab01\u00a0é", max_size=40))
 def test_the_regex_lexer_gives_shlex_s_tokens(line: str) -> None:
-    from pipeline.shell import shlex_split
+    from pipeline.text.shell import shlex_split
 
     assert shlex_split(line) == _shlex_reference(line)
 

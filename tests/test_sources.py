@@ -14,8 +14,9 @@ import pytest
 
 from pipeline.core.config import Limits
 from pipeline.core.episode import Quarantined, RawRun
+from pipeline.io.http import UnsafeKey, resolve_key
 from pipeline.sources import affine, swelego
-from pipeline.sources.base import ShardVerdict, UnsafeKey, resolve_key
+from pipeline.sources.base import ShardVerdict
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, view_record, write_chunk, write_epoch
 
 
@@ -236,3 +237,24 @@ def test_a_large_swelego_parquet_is_split_at_row_groups_keeping_row_numbers(tmp_
     assert [r.payload["instance_id"] for r in runs] == [f"a__b-{i}" for i in range(6)]
     # a small file stays one unit, as before
     assert [u.row_groups for u in swelego.list_units(str(tmp_path / "swelego"))] == [None]
+
+
+def test_every_source_module_is_registered_once_under_a_config_key() -> None:
+    """A new source is one module with its SOURCE, one line in SOURCES and one Config field."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import pipeline.sources as sources
+    from pipeline.core.config import Config
+
+    modules = [m.name for m in pkgutil.iter_modules(sources.__path__) if m.name != "base"]
+    declared = [importlib.import_module(f"pipeline.sources.{m}").SOURCE for m in modules]
+    assert sorted(map(id, declared)) == sorted(map(id, sources.SOURCES))
+    fields = {f.name: f.type for f in dataclasses.fields(Config)}
+    for source in sources.SOURCES:
+        assert fields.get(source.key) in ("tuple[str, ...]", tuple[str, ...]), source.key
+        for name in source.unit_sources:
+            assert sources.source_of(name) is source
+    every = [name for s in sources.SOURCES for name in s.unit_sources]
+    assert len(every) == len(set(every))

@@ -39,5 +39,8 @@ def test_the_driver_imports_no_step_until_it_needs_one() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     first, second = out.stdout.strip().splitlines()
-    assert first == "['pipeline.stages.base', 'pipeline.stages.quarantine']"
+    # the contract, the context and the WORK row builder, and the one step the driver runs itself
+    assert first == (
+        "['pipeline.stages.base', 'pipeline.stages.context', 'pipeline.stages.quarantine', 'pipeline.stages.rows']"
+    )
     assert second == "True"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import state as state_module
 from pipeline.core.config import Config
-from pipeline.core.state import KEPT_NAME, KEPT_PARQUET_NAME, StateDamaged
 from pipeline.orchestration.runner import run_pipeline
+from pipeline.store import state as state_module
+from pipeline.store.state import KEPT_NAME, KEPT_PARQUET_NAME, StateDamaged
 from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import add_epoch
 

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.core.config import Limits
 from pipeline.core.episode import RawRun
+from pipeline.devkit.synth.corpus import synth
 from pipeline.sources import swelego
-from pipeline.synth.corpus import synth
 
 REPO = "datasets/SWE-Lego/SWE-Lego-Real-Data"
 

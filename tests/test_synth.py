@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.synth.corpus import synth
+from pipeline.devkit.synth.corpus import synth
 from schemas.run import PUBLISHED
 from tests.conftest import BENCH
 
@@ -381,9 +381,9 @@ def test_labels_point_at_real_records_and_cover_the_vocabulary(corpus: tuple[Pat
             assert 0 <= int(row) < n
         count += 1
     assert count == summary["runs"]
-    from pipeline.synth.content import SECRET_KINDS
+    from pipeline.devkit.synth.content import PLANTED_SECRET_KINDS
 
-    assert {k for lab in labs for k in lab["secrets"]} == set(SECRET_KINDS)
+    assert {k for lab in labs for k in lab["secrets"]} == set(PLANTED_SECRET_KINDS)
 
 
 def record_of(root: Path, uid: str) -> dict[str, Any]:
@@ -479,7 +479,7 @@ def test_catalog_tables(corpus: tuple[Path, dict[str, Any]]) -> None:
     cmds = [fence.search(m["content"]).group(1) for m in first if m["role"] == "assistant"]
     assert cmds == [fence.search(n["content"]).group(1) for n in rec["nodes"] if n["role"] == "assistant"]
     # a true re-export: exactly the messages the pipeline publishes for that record (same exact hash)
-    from pipeline.synth.corpus import published_messages
+    from pipeline.devkit.synth.corpus import published_messages
 
     assert first == published_messages(rec, dup[0]["uid_suffix"])
     assert first[0]["role"] == "system" and first[-1]["role"] == "user"

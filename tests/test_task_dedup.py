@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
 from pipeline.reference.benchmarks import load_benchmarks
+from pipeline.stages.context import Context
 from pipeline.stages.task_dedup import TaskDedup
 from schemas.run import WORK, polars_schema
 from tests.conftest import BENCH

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context
 from pipeline.stages.base import drops_from
+from pipeline.stages.context import Context
 from pipeline.stages.task_dedup import MIN_COMMIT, TaskDedup, commit_key, id_key, repo_key, run_checkout
 from schemas.run import WORK, polars_schema
 

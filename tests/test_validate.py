@@ -14,8 +14,8 @@ from pipeline.convert import SUBMIT_COMMAND, Converted, convert_episode
 from pipeline.convert.render import SENTINELS, is_sentinel_output, render_observation, render_reply
 from pipeline.convert.roots import find_foreign_roots
 from pipeline.core.config import Config, Limits
-from pipeline.core.context import Context
 from pipeline.core.episode import Episode, Meta, Step, Task, ToolCall
+from pipeline.stages.context import Context
 from pipeline.stages.validate import (
     _RESIDUE,
     Validate,

@@ -1,5 +1,5 @@
-"""Validate's regex-free path for a rendered bash block agrees with mini-swe-agent's regex (speed only,
-issue 14): whenever it answers, ``parse_actions`` finds exactly the command and removing the blocks
+"""Validate's regex-free path for a rendered bash block agrees with mini-swe-agent's regex (speed
+only): whenever it answers, ``parse_actions`` finds exactly the command and removing the blocks
 leaves exactly the text before it."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.convert import convert_turns
 from pipeline.core.episode import Bash, Episode, Meta, Step, Task, ToolCall
-from pipeline.shell import split_command
 from pipeline.stages.verify import Verify
+from pipeline.text.shell import split_command
 from pipeline.verify import RULES, verify
 from pipeline.verify.decoration import decoration_in
 from pipeline.verify.effects import edit_violation
@@ -260,7 +260,7 @@ def test_an_edit_on_a_displayed_file_is_run_on_it_and_must_print_what_the_run_sh
 
 
 def test_a_run_command_that_may_write_forgets_the_displayed_files() -> None:
-    from pipeline.verify.files import Files, read_only
+    from pipeline.convert.runfiles import Files, read_only
 
     files = Files({"/testbed/a.py": "x\n"})
     files.after("sed -n 1p a.py", "x\n", 0, False, split_command("sed -n 1p a.py"))
@@ -272,7 +272,7 @@ def test_a_run_command_that_may_write_forgets_the_displayed_files() -> None:
 
 
 def test_an_edit_script_outside_the_converters_shapes_is_not_run() -> None:
-    from pipeline.verify.files import Files, run_edit
+    from pipeline.convert.runfiles import Files, run_edit
 
     files = Files({"/testbed/a.py": "x\n"})
     assert run_edit("import os\nos.system('touch /tmp/pwned')", files) is None

@@ -57,7 +57,7 @@ from pipeline.convert.tools import (
 )
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.affine_view import EXIT_NOTED_HARNESSES
-from pipeline.parsers.common import SUBMIT_MARKERS
+from pipeline.parsers.assembly import SUBMIT_MARKERS
 
 __all__ = ["SUBMIT_COMMAND", "Converted", "TurnSource", "convert_episode", "convert_turns"]
 

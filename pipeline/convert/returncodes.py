@@ -19,7 +19,7 @@ subshells and command substitutions (``(``, ``$(``), background jobs, shell keyw
 ``pipefail`` change which status is returned), here-strings, ``timeout N`` (124 for a child it
 killed, whatever the child printed) and ``xargs`` deciding a pipeline (123 for any failing child).
 
-The lexer is the project's one (:func:`pipeline.shell.split_command`); it cuts ``2>&1`` and
+The lexer is the project's one (:func:`pipeline.text.shell.split_command`); it cuts ``2>&1`` and
 ``&>`` at their ``&``, which :func:`_join_redirects` glues back. A command's shape is computed
 once (cached): the rules share it.
 
@@ -40,7 +40,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from pipeline.convert.runfiles import TESTBED, RunFiles, command_cwd
-from pipeline.shell import OPS, Segment, shlex_split, split_command
+from pipeline.text.shell import OPS, Segment, shlex_split, split_command
 
 MIN_PRECISION = 0.99
 MIN_N = 200  # decided samples overall: one miss in 100 must be visible above noise

@@ -32,7 +32,7 @@ from itertools import pairwise
 from types import CodeType
 from typing import Any
 
-from pipeline.shell import Segment, split_command
+from pipeline.text.shell import Segment, split_command
 
 TESTBED = "/testbed"
 _PY_HEREDOC = re.compile(r"\Apython3 - <<'(\w+)'([^\n]*)\n(.*)\n\1\Z", re.S)

@@ -55,9 +55,9 @@ from pipeline.convert.sweagent_window import (
     window_refusal,
 )
 from pipeline.core.episode import ConvertError
-from pipeline.parsers.common import newline_run_start, rstripped_len, tail_line_start
 from pipeline.parsers.sweagent import HANDOFF_TOOL, REVIEW_TOOL
-from pipeline.shell import peel_wrappers
+from pipeline.text.shell import peel_wrappers
+from pipeline.text.tails import newline_run_start, rstripped_len, tail_line_start
 
 BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})

@@ -1,1 +1,1 @@
-"""The run model (raw runs, episodes, rows), the config and context, the work dir's state and the ledger."""
+"""The ground floor: the run model, the config, the stage names and order. Imports nothing above it."""

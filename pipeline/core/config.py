@@ -183,22 +183,17 @@ class Config:
         """Refuse, with one line naming the option, a local input or work dir that cannot be used.
 
         URLs are checked when read (the network may be slow); local paths are checked here, before
-        any work, so a typo never runs a build that silently skipped a step."""
-        for loc in self.affine:
-            if not is_url(loc):
-                _exists(loc, "--affine", folder=True)
-        for loc in self.swelego:
-            if not is_url(loc):
-                _exists(loc, "--swelego", folder=None)
+        any work, so a typo never runs a build that silently skipped a step. The sources' inputs
+        are checked first, by ``pipeline.sources.check_inputs``."""
         if self.catalog is not None:
-            _exists(self.catalog, "--catalog", folder=True)
+            check_exists(self.catalog, "--catalog", folder=True)
             if (
                 not (Path(self.catalog) / "tasks.parquet").is_file()
                 and not (Path(self.catalog) / "runs").is_dir()
             ):
                 raise ConfigError(f"--catalog: {self.catalog} has neither tasks.parquet nor runs/")
         if self.benchmarks is not None and not self.no_benchmarks:
-            _exists(self.benchmarks, "--benchmarks", folder=None)
+            check_exists(self.benchmarks, "--benchmarks", folder=None)
         wd = Path(self.workdir)
         if wd.exists() and not wd.is_dir():
             raise ConfigError(f"--workdir: {self.workdir} is a file, not a folder")
@@ -278,7 +273,7 @@ class Config:
         return Config(**data)
 
 
-def _exists(location: str, option: str, *, folder: bool | None) -> None:
+def check_exists(location: str, option: str, *, folder: bool | None) -> None:
     """``location`` exists (and is a folder when ``folder``), else one line naming ``option``."""
     p = Path(location)
     if not p.exists():

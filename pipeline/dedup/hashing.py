@@ -19,8 +19,6 @@ XXH_PRIME64_5 = 0x27D4EB2F165667C5
 WYHASH_P0 = 0xD6E8FEB86659FD93  # a wyhash-style mixing constant
 MURMUR64_C1 = 0xFF51AFD7ED558CCD  # fmix64's multipliers
 MURMUR64_C2 = 0xC4CEB9FE1A85EC53
-SPLITMIX64_C1 = 0xBF58476D1CE4E5B9
-SPLITMIX64_C2 = 0x94D049BB133111EB
 MURMUR32_C1 = 0x85EBCA6B  # fmix32's multipliers
 MURMUR32_C2 = 0xC2B2AE35
 
@@ -38,23 +36,7 @@ BAND_MIX = np.array(
     ],
     dtype=np.uint64,
 )
-# per-position multipliers of the leak index's token n-gram hashes
-GRAM_MIX = np.array(
-    [
-        GOLDEN64,
-        XXH_PRIME64_2,
-        XXH_PRIME64_3,
-        WYHASH_P0,
-        MURMUR64_C1,
-        MURMUR64_C2,
-        SPLITMIX64_C2,
-        SPLITMIX64_C1,
-    ],
-    dtype=np.uint64,
-)
-
-# polars ``Series.hash`` seeds: word tokens (statement n-grams) and normalised patch lines
-TOKEN_SEED = 7
+# polars ``Series.hash`` seed of normalised patch lines
 LINE_SEED = 11
 
 # a patch line shorter than this (after normalising) cannot identify a patch

@@ -38,7 +38,7 @@ import polars as pl
 from pipeline.core.config import DedupParams
 from pipeline.dedup.hashing import GOLDEN64, MURMUR64_C1, MURMUR64_C2, XXH_PRIME64_2, XXH_PRIME64_3, fmix64
 from pipeline.dedup.minhash import permutations, sign_block
-from pipeline.textbytes import utf8_buffers, utf8_views
+from pipeline.text.bytes import utf8_buffers, utf8_views
 from schemas.miniswe import ACTION_REGEX_POLARS
 
 # mini-swe-agent's action regex: the command is the body of the one ```bash fence.

@@ -9,5 +9,5 @@
 * :mod:`pipeline.leaks.scan`: one compiled pass over a batch's run texts (statement n-grams, candidate lines);
 * :mod:`pipeline.leaks.benchmark`: the benchmark index (cached by content) and one detector per benchmark-leak reason.
 
-The shell lexer and wrapper peeler they use is :mod:`pipeline.shell` (shared with ``convert``).
+The shell lexer and wrapper peeler they use is :mod:`pipeline.text.shell` (shared with ``convert``).
 """

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from pipeline.leaks.rules import RELATIVE, Task, git_parts, refs_of
 from pipeline.leaks.text import containment, has_run, line_set, obs_lines
-from pipeline.shell import split_command
+from pipeline.text.shell import split_command
 from schemas.miniswe import SUBMIT_SENTINEL
 
 FIX_CONTAINMENT = 0.5

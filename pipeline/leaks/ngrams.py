@@ -7,7 +7,7 @@ characters only, KELVIN SIGN (-> ``k``) and LATIN CAPITAL LETTER I WITH DOT ABOV
 combining dot, which ends the token); every other non-ASCII byte is no word byte (a test checks every
 code point against polars). The dedup keys (:mod:`pipeline.dedup.keys`) tokenise differently on
 purpose (numbers and hex ids masked, non-ASCII kept); both read bytes through
-:func:`pipeline.textbytes.utf8_buffers`.
+:func:`pipeline.text.bytes.utf8_buffers`.
 
 Hashes are built for a byte loop: a token's bytes are packed 8 to a 64-bit word and each word is
 mixed in with one multiply (:func:`_mix`, :func:`_finish`); an n-gram's hash is the polynomial
@@ -23,7 +23,7 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.dedup.hashing import GOLDEN64, XXH_PRIME64_2
-from pipeline.textbytes import utf8_buffers
+from pipeline.text.bytes import utf8_buffers
 
 U64 = npt.NDArray[np.uint64]
 _WORD = r"[a-z0-9_]+"

@@ -2,7 +2,7 @@
 
 One small function per program family — git, package managers, fetchers, site-packages readers — each
 ``(Segment, Task) -> kind | None``; :func:`classify` dispatches by program name through :data:`RULES`.
-Wrappers are already peeled by :func:`pipeline.shell.split_command`.
+Wrappers are already peeled by :func:`pipeline.text.shell.split_command`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipeline.leaks.text import OwnBlock, diff_side
-from pipeline.shell import Segment
+from pipeline.text.shell import Segment
 
 # Commands whose text matches none of these cannot be classified (the batch pre-filter, in Rust).
 PRE = (

@@ -48,7 +48,7 @@ from pipeline.leaks.ngrams import (
     pair_hash,
     shift_of,
 )
-from pipeline.textbytes import list_buffers, utf8_buffers
+from pipeline.text.bytes import list_buffers, utf8_buffers
 
 TASK, ACTIONS, OUTPUTS = 0, 1, 2  # parts of a run's text, in the order they are concatenated
 PARTS = ("task", "actions", "outputs")

@@ -15,7 +15,7 @@ from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm
 from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, make_task, maybe_attempt
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
-from pipeline.shell import split_command
+from pipeline.text.shell import split_command
 
 DETAIL_CMD_CHARS = 200
 DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail

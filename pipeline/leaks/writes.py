@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
 from pipeline.leaks.text import OWN_CONTEXT, distinctive, has_run, norm_line, obs_lines
-from pipeline.shell import Segment, split_command
+from pipeline.text.shell import Segment, split_command
 
 _PY = re.compile(r"^python[0-9.]*$")
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>)(.*)$")

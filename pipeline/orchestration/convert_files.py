@@ -17,11 +17,11 @@ from pathlib import Path
 import orjson
 
 from pipeline.core.config import Config, Limits
-from pipeline.core.context import Context
 from pipeline.core.episode import Quarantined, RawRun
 from pipeline.orchestration.process import run_steps
 from pipeline.sources.base import ShardVerdict, Unit
 from pipeline.stages import STEPS
+from pipeline.stages.context import Context
 
 # what a folder given to `convert` is expanded to (the formats `run` and `convert` read)
 SUFFIXES = (".traj", ".json", ".jsonl", ".parquet", ".gz")

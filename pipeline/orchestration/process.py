@@ -20,15 +20,15 @@ from typing import Any, cast
 import polars as pl
 
 from pipeline.core.config import Config
-from pipeline.core.context import Context, reference_cache
 from pipeline.core.episode import Quarantined, RawRun
-from pipeline.core.rows import dataset_of
-from pipeline.core.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from pipeline.io.faults import crashpoint
-from pipeline.sources import affine, swelego
-from pipeline.sources.base import ShardVerdict, Unit
-from pipeline.stages.base import Step, paused_gc
+from pipeline.sources import source_of
+from pipeline.sources.base import ShardVerdict, Unit, shard_quarantine
+from pipeline.stages.base import DETAIL_LIMIT, Step, drops_from, paused_gc
+from pipeline.stages.context import Context, reference_cache
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
+from pipeline.stages.rows import dataset_of
+from pipeline.store.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
 from schemas.run import DROPS, WORK, empty
 
 QUARANTINE = Quarantine.name
@@ -70,9 +70,7 @@ def worker_setup(config: Config) -> tuple[Context, list[Step[Any, Any]]]:
 
 
 def read_unit(unit: Unit, config: Config) -> Iterator[RawRun | Quarantined | ShardVerdict]:
-    if unit.source == "swelego":
-        return swelego.read_unit(unit, config.limits)
-    return affine.read_unit(unit, config.limits)
+    return source_of(unit.source).read_unit(unit, config.limits)
 
 
 class StepTimes:
@@ -254,21 +252,14 @@ def process_unit(unit: Unit, config: Config, workdir: str, expected_hash: str | 
         uids = pl.concat(seen_packed) if seen_packed else pl.Series("source_uid", [], dtype=pl.Utf8)
         seen_packed.clear()
         if uids.len():
-            whole = (
-                pl.DataFrame({"source_uid": uids})
-                .select(
-                    "source_uid",
-                    pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"),
-                    pl.lit("").alias("dataset"),
-                    pl.lit(QUARANTINE).alias("stage"),
-                    pl.lit(verdict.reason).alias("reason"),
-                    pl.lit(f"{unit.key}: {verdict.detail}"[:2000]).alias("detail"),
-                )
-                .cast(empty(DROPS).schema)
+            seen_runs = pl.DataFrame({"source_uid": uids}).with_columns(
+                pl.lit(unit.epoch, dtype=pl.Int64).alias("epoch"), pl.lit("").alias("dataset")
             )
+            detail = f"{unit.key}: {verdict.detail}"[:DETAIL_LIMIT]
+            whole = drops_from(seen_runs, QUARANTINE, verdict.reason, detail).cast(empty(DROPS).schema)
         else:
             whole = quarantine_rows(
-                Quarantine.shard_failed(unit, [], verdict.reason or "unreadable", verdict.detail)
+                shard_quarantine(unit, [], verdict.reason or "unreadable", verdict.detail)
             )
         writer.write_drops("q", whole)
         n_kept, raw_bytes = 0, 0

@@ -26,7 +26,15 @@ import pyarrow.parquet as pq
 
 from pipeline.core.config import Config
 from pipeline.core.episode import Quarantined
-from pipeline.core.ledger import (
+from pipeline.executors import make_executor
+from pipeline.io.faults import crashpoint
+from pipeline.io.fileio import atomic_write_bytes, atomic_write_json, file_sha256
+from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
+from pipeline.orchestration.progress import Reporter
+from pipeline.sources import SOURCES as CORPUS_SOURCES
+from pipeline.sources.base import Unit
+from pipeline.stages.base import drops_from
+from pipeline.store.ledger import (
     InvariantError,
     Stats,
     Validation,
@@ -34,10 +42,10 @@ from pipeline.core.ledger import (
     compute_stats,
     sorted_drops,
 )
-from pipeline.core.state import (
+from pipeline.store.rowbytes import ROW_BYTES
+from pipeline.store.state import (
     INDEX_COLUMNS,
     KEPT_NAMES,
-    ROW_BYTES,
     ROW_FILE,
     CommitMeta,
     IngestKey,
@@ -51,13 +59,6 @@ from pipeline.core.state import (
     read_held,
     workdir_lock,
 )
-from pipeline.executors import make_executor
-from pipeline.io.faults import crashpoint
-from pipeline.io.fileio import atomic_write_bytes, atomic_write_json, file_sha256
-from pipeline.orchestration.process import QUARANTINE, epoch_key, process_unit
-from pipeline.orchestration.progress import Reporter
-from pipeline.sources import affine, swelego
-from pipeline.sources.base import Unit
 from schemas.run import DROPS, PUBLISHED, WORK, empty
 
 if TYPE_CHECKING:  # the publisher is imported after the map (start-up)
@@ -87,12 +88,10 @@ def list_all_units(config: Config) -> tuple[list[Unit], pl.DataFrame]:
     """Every unit of every configured source, and ledger rows for refused manifest entries."""
     units: list[Unit] = []
     refused: list[Quarantined] = []
-    for loc, base_url in config.affine_sources():
-        found, bad = affine.list_units(loc, base_url=base_url)
+    for source in CORPUS_SOURCES:
+        found, bad = source.list_units(config)
         units += found
         refused += bad
-    for loc in config.swelego:
-        units += swelego.list_units(loc)
     seen: set[str] = set()
     unique: list[Unit] = []
     for u in units:  # the same content listed twice is one unit
@@ -171,9 +170,9 @@ def catalog_keys(config: Config, scheme: str) -> pl.DataFrame:
     """Dedup keys of the catalog's runs, computed once per catalog content and signature scheme
     (a catalog of earlier datasets can be large; its keys are kept in the user-level reference
     cache, shared by every work dir, and computed in memory when that cannot be written)."""
-    from pipeline.core.context import reference_cache
     from pipeline.dedup.keys import add_dedup_keys
     from pipeline.reference.cache import cached_dir
+    from pipeline.stages.context import reference_cache
 
     runs_dir = Path(config.catalog or "") / "runs"
     files = sorted(runs_dir.rglob("*.parquet")) if runs_dir.exists() else []
@@ -337,10 +336,7 @@ def _import_tail_modules() -> None:
     workers run, instead of in the serial tail after them. A failure here is met again, and
     reported, where the module is used."""
     with contextlib.suppress(Exception):
-        import pipeline.core.context
-        import pipeline.publish.publisher
-        import pipeline.stages.scrub
-        import pipeline.stages.traj_dedup  # noqa: F401
+        from pipeline.stages import GLOBAL_STEPS  # noqa: F401
     with contextlib.suppress(Exception):
         importlib.import_module("pandas")
 
@@ -421,9 +417,9 @@ def _decide(
     they are into the commit's part of the store (``loaded``: units already read while the map
     ran; the others are read here). The decisions are made in ``new``'s order. ``held``: the
     keys of the runs held before, when they were gathered while the map ran."""
-    from pipeline.core.context import Context
+    from pipeline.stages import GLOBAL_STEPS
+    from pipeline.stages.context import Context
     from pipeline.stages.scrub import scrub_counter_names, scrub_ledger
-    from pipeline.stages.traj_dedup import TrajDedup
 
     have = loaded or {}
     # taken out of ``loaded``: a unit's drops must not outlive the ledger made of them
@@ -453,17 +449,22 @@ def _decide(
     admitted: pl.Series | None = None
     if keys is not None and keys.height:
         keys, taken = _taken_uids(state, keys)
-        drops.append(taken.drop("__part"))
+        drops.append(taken)
     with rep.stage("traj_dedup", total=1) as advance:
         if keys is not None and keys.height:
-            step = TrajDedup(
-                Context(config, benchmarks=None, catalog_tasks=None),
-                held.result() if held is not None else held_runs(state, config),
+            ctx = Context(
+                config,
+                benchmarks=None,
+                catalog_tasks=None,
+                held=held.result() if held is not None else held_runs(state, config),
             )
-            res = step(keys.select(KEY_COLUMNS).sort("source_uid"))
-            admitted = res.kept.get_column("source_uid")
-            drops.append(res.dropped)
-            counters.update(res.counters)
+            batch = keys.select(KEY_COLUMNS).sort("source_uid")
+            for step in GLOBAL_STEPS:
+                res = step(ctx)(batch)
+                batch = res.kept
+                drops.append(res.dropped)
+                counters.update(res.counters)
+            admitted = batch.get_column("source_uid")
         advance()
     ledger = sorted_drops(
         scrub_ledger(pl.concat([d.select(DROPS.names) for d in drops], how="vertical_relaxed"))
@@ -508,7 +509,7 @@ def _index_of(kept: Path) -> pl.DataFrame:
     held = held_file(kept)
     if ROW_BYTES in held.names:
         return read_held(held, INDEX_COLUMNS)
-    from pipeline.publish.shards import row_bytes_expr
+    from pipeline.store.rowbytes import row_bytes_expr
 
     full = read_held(held)
     return full.with_columns(row_bytes_expr().alias(ROW_BYTES)).select(INDEX_COLUMNS)
@@ -537,17 +538,13 @@ def _taken_uids(state: State, keys: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     repeat = pl.int_range(pl.len()).over("source_uid") > 0
     marked = keys.with_columns(earlier.alias("__earlier"), repeat.alias("__repeat"))
     bad = pl.col("__earlier") | pl.col("__repeat")
-    taken = marked.filter(bad).select(
-        "source_uid",
-        "epoch",
-        "dataset",
-        pl.lit("traj_dedup").alias("stage"),
-        pl.lit("duplicate_uid").alias("reason"),
+    taken = drops_from(
+        marked.filter(bad),
+        "traj_dedup",
+        "duplicate_uid",
         pl.when(pl.col("__earlier"))
         .then(pl.lit("source_uid already published by an earlier run"))
-        .otherwise(pl.lit("source_uid carried by another input of this run"))
-        .alias("detail"),
-        "__part",
+        .otherwise(pl.lit("source_uid carried by another input of this run")),
     )
     return marked.filter(~bad).drop("__earlier", "__repeat"), taken
 
@@ -654,8 +651,8 @@ def benchmark_tables(config: Config) -> list[str]:
     """The names of the benchmark tables checked (for the card; no index is built here)."""
     if config.no_benchmarks or not config.benchmarks:
         return []
-    from pipeline.core.context import reference_cache
     from pipeline.reference.benchmarks import table_names
+    from pipeline.stages.context import reference_cache
 
     return table_names(Path(config.benchmarks), reference_cache(config))
 

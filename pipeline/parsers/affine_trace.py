@@ -6,7 +6,8 @@ from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy_harness
-from pipeline.parsers.common import as_dict, as_list, messages_episode, opt_str, resolved_from, sub_dict
+from pipeline.parsers.assembly import messages_episode, resolved_from
+from pipeline.parsers.fields import as_dict, as_list, opt_str, sub_dict
 from pipeline.parsers.format import Format
 
 

@@ -6,17 +6,10 @@ from collections import Counter
 from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun
-from pipeline.parsers.common import (
-    Msg,
-    as_dict,
-    as_list,
-    messages_episode,
-    opt_str,
-    resolved_from,
-    sub_dict,
-    text_of,
-)
+from pipeline.parsers.assembly import messages_episode, resolved_from
+from pipeline.parsers.fields import as_dict, as_list, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, Machines
+from pipeline.parsers.messages import Msg
 
 
 def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int | None:
@@ -131,7 +124,7 @@ def graph_messages(
     nodes: list[Any], where: str, *, linear_default: bool, message_key: str | None
 ) -> tuple[list[Msg], Counter[str]]:
     """The messages on the longest root→leaf path of a node graph."""
-    from pipeline.parsers.common import normalize_message
+    from pipeline.parsers.messages import normalize_message
 
     counters: Counter[str] = Counter()
     path = range(len(nodes)) if _is_chain(nodes) else _checked_path(nodes, where, linear_default)

@@ -55,13 +55,6 @@ def blocks(text: str, open_: str, close: str) -> list[tuple[int, int, int, int]]
         pos = j + len(close)
 
 
-def _upto_last(text: str, close: str) -> str:
-    """``text`` cut after its last ``close``: every opening a lazy regex tries then has a close
-    after it, so ``finditer`` stays linear."""
-    k = text.rfind(close)
-    return "" if k < 0 else text[: k + len(close)]
-
-
 def _unwrap(value: str) -> str:
     """OpenHands and Qwen3-Coder write a multi-line parameter as ``<parameter=k>\\nV\\n</parameter>``;
     undo exactly that one newline on each side."""
@@ -216,10 +209,11 @@ def extract_calls(
         if xs:
             return strip_think(text[:fpos]), xs, "xml"
     if fence_re is not None:
-        # (searched up to the last fence mark: each opening the lazy regex tries has a close after it)
+        # (searched up to the last fence's mark, for the same reason as below)
         fences = list(fence_re.finditer(text, 0, text.rfind("```") + 3))
     else:
-        # searched only up to the last fence's close (as in ``_upto_last``, without the copy)
+        # searched only up to the last fence's close: every opening the lazy regex tries then has a
+        # close after it, so ``finditer`` stays linear
         close = text.rfind("\n```")
         stop = close + len("\n```") if close >= 0 else 0
         fences = list(FENCE_RE.finditer(text, 0, stop))

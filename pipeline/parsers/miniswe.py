@@ -17,17 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core.episode import Bash, Episode, RawRun, Step
-from pipeline.parsers.common import (
-    SUBMIT_MARKERS,
-    first_user_text,
-    language_hint,
-    messages_episode,
-    normalize_messages,
-    opt_str,
-    sub_dict,
-)
+from pipeline.parsers.assembly import SUBMIT_MARKERS, language_hint, messages_episode
 from pipeline.parsers.dialects import action_regex
+from pipeline.parsers.fields import opt_str, sub_dict
 from pipeline.parsers.format import Format, is_message_list
+from pipeline.parsers.messages import first_user_text, normalize_messages
 
 PRE1_SENTINELS = ("MICRO_SWE_AGENT_FINAL_OUTPUT", "NANO_SWE_AGENT_FINAL_OUTPUT")
 

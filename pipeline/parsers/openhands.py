@@ -49,23 +49,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from pipeline.core.episode import Episode, ParseError, RawRun, Resolved, Step, ToolCall
-from pipeline.parsers.common import (
-    as_dict,
-    as_list,
-    clean_observation,
-    decode_args,
-    detect_root,
-    join_thought,
-    make_episode,
-    opt_str,
-    repair_after_format_errors,
-    resolved_from,
-    strip_think,
-    sub_dict,
-    text_of,
-)
+from pipeline.parsers.assembly import detect_root, make_episode, resolved_from
+from pipeline.parsers.dialects import join_thought, strip_think
+from pipeline.parsers.fields import as_dict, as_list, decode_args, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, Machines, is_event_list
+from pipeline.parsers.observations import clean_observation
 from pipeline.parsers.sweagent import prints_final_newline
+from pipeline.parsers.walker import repair_after_format_errors
 
 _SKIP_ACTIONS = frozenset(
     {

@@ -69,15 +69,8 @@ from collections import Counter
 from typing import Any
 
 from pipeline.core.episode import Episode, ParseError, RawRun, Step, ToolCall
-from pipeline.parsers.common import (
-    as_dict,
-    as_list,
-    join_thought,
-    opt_str,
-    strip_think,
-    sub_dict,
-    text_of,
-)
+from pipeline.parsers.dialects import join_thought, strip_think
+from pipeline.parsers.fields import as_dict, as_list, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, Machines
 from pipeline.parsers.openhands import (
     _EDITOR_KEYS,

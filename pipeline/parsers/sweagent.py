@@ -17,23 +17,13 @@ from typing import Any
 import orjson
 
 from pipeline.core.episode import Bash, Episode, ParseError, RawRun, Step, ToolCall
-from pipeline.parsers.common import (
-    Msg,
-    as_list,
-    clean_observation,
-    first_user_index,
-    language_hint,
-    make_episode,
-    messages_episode,
-    normalize_message,
-    opt_str,
-    restore_pty_newlines,
-    strip_think,
-    sub_dict,
-    swesmith_commit,
-    text_of,
-)
+from pipeline.parsers.assembly import language_hint, make_episode, messages_episode
+from pipeline.parsers.dialects import strip_think
+from pipeline.parsers.fields import as_list, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, is_message_list
+from pipeline.parsers.messages import Msg, first_user_index, normalize_message
+from pipeline.parsers.observations import clean_observation, restore_pty_newlines
+from pipeline.text.ids import swesmith_commit
 
 # SWE-agent's tool bundles (windowed editor, search, submit): everything else is a shell command.
 SPECIAL_COMMANDS = frozenset(
@@ -194,14 +184,14 @@ _CD_THEN = re.compile(r"\Acd\s+(?:'[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*(\S.*)
 
 def _chained(line: str) -> bool:
     """Whether a tool's command line goes on past the tool (``open a.py && goto 50``)."""
-    from pipeline.shell import shlex_split
+    from pipeline.text.shell import shlex_split
 
     return any(t in _CHAIN_OPS for t in shlex_split(line))
 
 
 def _inner_tool(command: str, tools: frozenset[str]) -> str | None:
     """The first tool a one-line command runs after its first simple command, if any."""
-    from pipeline.shell import split_command  # the project's shell lexer
+    from pipeline.text.shell import split_command  # the project's shell lexer
 
     try:
         segs = split_command(command)
@@ -516,7 +506,7 @@ def _operands(argv: list[str]) -> list[str]:
 def prints_final_newline(command: str) -> bool:
     """Whether ``command``'s output ends with a newline, decided from its last program (policy
     above); False when that cannot be known."""
-    from pipeline.shell import split_command  # the project's shell lexer
+    from pipeline.text.shell import split_command  # the project's shell lexer
 
     segs = split_command(_FD_REDIRECT.sub(" ", command))
     while segs:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from pipeline.core.episode import Episode, RawRun
-from pipeline.parsers.common import (
-    first_user_text,
-    language_hint,
-    messages_episode,
-    opt_str,
-    row_task_messages,
-)
+from pipeline.parsers.assembly import language_hint, messages_episode
+from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
+from pipeline.parsers.messages import first_user_text, row_task_messages
 from pipeline.parsers.openhands import MACHINES as OPENHANDS_MACHINES
 
 

@@ -10,17 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core.episode import Episode, RawRun
-from pipeline.parsers.common import (
-    first_user_text,
-    language_hint,
-    messages_episode,
-    opt_str,
-    resolved_from,
-    restore_pty_newlines,
-    row_task_messages,
-)
+from pipeline.parsers.assembly import language_hint, messages_episode, resolved_from
+from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
+from pipeline.parsers.messages import first_user_text, row_task_messages
 from pipeline.parsers.miniswe import has_mini_marker
+from pipeline.parsers.observations import restore_pty_newlines
 from pipeline.parsers.sweagent import (
     declared_tools,
     mark_timeouts,

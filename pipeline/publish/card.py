@@ -14,9 +14,9 @@ import pyarrow as pa
 from huggingface_hub import DatasetCardData
 
 from pipeline.core.config import VERSION
-from pipeline.core.ledger import Stats
 from pipeline.parsers import machine_text
 from pipeline.publish.shards import published_table
+from pipeline.store.ledger import Stats
 from schemas.datasets import license_text, pool_name
 from schemas.run import COLUMN_MEANINGS, PUBLISHED, PUBLISHED_NAMES
 

@@ -23,7 +23,6 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline.core.config import VERSION
-from pipeline.core.ledger import Stats
 from pipeline.io.faults import crashpoint
 from pipeline.io.fileio import (
     CopyMismatch,
@@ -35,13 +34,14 @@ from pipeline.io.fileio import (
 )
 from pipeline.publish.card import render_card
 from pipeline.publish.shards import (
-    ROW_BYTES,
     SHARD_RE,
     RowReader,
     plan_shards,
     write_bytes_if_changed,
     write_shards,
 )
+from pipeline.store.ledger import Stats
+from pipeline.store.rowbytes import ROW_BYTES
 from schemas.run import PUBLISHED_NAMES
 
 if TYPE_CHECKING:  # the Hub client is imported when a Hub upload runs (a second of start-up)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io.fileio import atomic_write_bytes
+from pipeline.store.rowbytes import ROW_BYTES, row_bytes_expr
 from schemas.run import PUBLISHED, PUBLISHED_NAMES
 
 # The publishing order: source_uid is unique per run; the other keys only make the order total
@@ -28,9 +29,8 @@ from schemas.run import PUBLISHED, PUBLISHED_NAMES
 ORDER = ["source_uid", "instance_id", "model"]
 # Given the index of a dataset's runs (``source_uid``, ``dataset``, ``__file`` of a row group)
 # and the columns to read, the rows of those runs sorted by ORDER (a stable sort): how a store
-# that keeps rows where they were first written (pipeline.core.state) hands them to the writer.
+# that keeps rows where they were first written (pipeline.store.state) hands them to the writer.
 RowReader = Callable[[pl.DataFrame, list[str]], pa.Table]
-ROW_BYTES = "__bytes"  # a precomputed row_bytes_expr (pipeline.core.state.ROW_BYTES)
 MAX_SHARD_BYTES = 500 * 2**20
 # ≤ 100 MB as the Hub convention allows; 32 MB bounds what the publisher holds at once (one row
 # group uncompressed, in polars and Arrow form) so its memory does not grow with a dataset
@@ -56,24 +56,6 @@ def sorted_rows(frame: pl.DataFrame) -> pl.DataFrame:
     if missing:
         raise ValueError(f"frame lacks published columns: {missing}")
     return frame.select(PUBLISHED_NAMES).sort(ORDER, maintain_order=True)
-
-
-def row_bytes_expr() -> pl.Expr:
-    """Approximate uncompressed Arrow size of a row: string bytes plus offsets and fixed widths."""
-    string_cols = [n for n, t in zip(PUBLISHED.names, PUBLISHED.types, strict=True) if pa.types.is_string(t)]
-    fixed = 4 * len(string_cols) + 2 + 4  # string offsets, two bools, the list offset
-    size = pl.sum_horizontal(pl.col(c).str.len_bytes().fill_null(0) for c in string_cols)
-    msgs = (
-        pl.col("messages")
-        .list.eval(
-            pl.element().struct.field("content").str.len_bytes().fill_null(0)
-            + pl.element().struct.field("role").str.len_bytes().fill_null(0)
-            + 8
-        )
-        .list.sum()
-        .fill_null(0)
-    )
-    return (size + msgs + fixed).cast(pl.Int64)
 
 
 def split_by_bytes(sizes: np.ndarray, limit: int) -> list[tuple[int, int]]:

@@ -16,10 +16,10 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.core.state import State
 from pipeline.io.fileio import atomic_write_text
 from pipeline.leaks.solution import explain_detail
 from pipeline.stages import STAGE_ORDER
+from pipeline.store.state import State
 from schemas.run import DROPS, empty
 
 # Funnel order: the declared step order (a run is dropped by the first stage that drops it).

@@ -13,25 +13,20 @@ from typing import Any
 
 import orjson
 
-from pipeline.core.config import Limits
+from pipeline.core.config import Config, Limits
 from pipeline.core.episode import Quarantined, RawRun, RunKind, quarantine_reason_named
-from pipeline.sources.base import (
-    SHA256_RE,
-    SHA_PREFIX_RE,
-    STREAM_ERRORS,
+from pipeline.io.gzlines import STREAM_ERRORS, iter_gzip_lines
+from pipeline.io.http import (
     FetchFailed,
-    ShardVerdict,
-    Unit,
     UnsafeKey,
     _Counting,
     base_url_of,
-    iter_gzip_lines,
     open_location,
-    quarantine_reason,
     read_json,
     redact_url,
     resolve_key,
 )
+from pipeline.sources.base import SHA256_RE, SHA_PREFIX_RE, ShardVerdict, Unit, quarantine_reason
 
 ORIGIN = "Affine corpus"
 MAX_MANIFEST_CHAIN = 100_000
@@ -299,3 +294,26 @@ def _record(unit: Unit, kind: RunKind, uid: str, line_no: int, line: bytes) -> R
     if missing:
         return Quarantined(uid, unit.epoch, "missing_field", f"{where}: missing {', '.join(missing)}")
     return RawRun(uid, ORIGIN, kind, unit.epoch, obj, len(line))
+
+
+class AffineSource:
+    """The Affine corpora of ``Config.affine``, each with its public base URL when one is given."""
+
+    key: str = "affine"
+    folder: bool | None = True
+    unit_sources: tuple[str, ...] = ("affine-view", "affine-trace")
+
+    def list_units(self, config: Config) -> tuple[list[Unit], list[Quarantined]]:
+        units: list[Unit] = []
+        refused: list[Quarantined] = []
+        for loc, base_url in config.affine_sources():
+            found, bad = list_units(loc, base_url=base_url)
+            units += found
+            refused += bad
+        return units, refused
+
+    def read_unit(self, unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
+        return read_unit(unit, limits)
+
+
+SOURCE = AffineSource()

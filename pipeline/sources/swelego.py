@@ -20,7 +20,7 @@ from typing import IO, Any, cast
 import orjson
 import pyarrow.parquet as pq
 
-from pipeline.core.config import Limits
+from pipeline.core.config import Config, Limits
 from pipeline.core.episode import Quarantined, RawRun, quarantine_reason_named
 from pipeline.io.fileio import file_sha256
 from pipeline.sources.base import ShardVerdict, Unit
@@ -297,3 +297,23 @@ def _record(
         if isinstance(m, dict) and isinstance(m.get("content"), str)
     )
     return RawRun(uid, ORIGIN, "swelego", None, payload, size, resolved_hint=resolved)
+
+
+class SweLegoSource:
+    """The SWE-Lego files and folders (or hf:// and fsspec URLs) of ``Config.swelego``."""
+
+    key: str = "swelego"
+    folder: bool | None = None
+    unit_sources: tuple[str, ...] = ("swelego",)
+
+    def list_units(self, config: Config) -> tuple[list[Unit], list[Quarantined]]:
+        units: list[Unit] = []
+        for loc in config.swelego:
+            units += list_units(loc)
+        return units, []
+
+    def read_unit(self, unit: Unit, limits: Limits) -> Iterator[RawRun | Quarantined | ShardVerdict]:
+        return read_unit(unit, limits)
+
+
+SOURCE = SweLegoSource()

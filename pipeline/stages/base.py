@@ -3,7 +3,7 @@
 A step has a ``name`` (its ledger stage), the ``reasons`` it may drop a run for, and one method,
 :meth:`Step.process`, from a batch to a :class:`StageOutput` (kept batch, dropped rows with
 ``(stage, reason, detail)``, counters). It is built once per worker with the
-:class:`~pipeline.core.context.Context` (so it can build its indexes once) and then called on batches.
+:class:`~pipeline.stages.context.Context` (so it can build its indexes once) and then called on batches.
 A call does no I/O and knows nothing about executors; counters merge by addition.
 
 The base's :meth:`Step.__call__` owns what every step shares, as datatrove's ``BaseFilter.run``
@@ -26,30 +26,16 @@ from collections import Counter
 from collections.abc import Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import polars as pl
 
 from pipeline.core.episode import PipelineDrop
+from pipeline.core.stages import StageName
 from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
-    from pipeline.core.context import Context
-
-# The ledger's stages, in ledger order. ``pipeline.stages.STEPS`` declares one step per name
-# (tests/test_steps.py checks that the two agree).
-StageName = Literal[
-    "quarantine",
-    "parse",
-    "convert",
-    "verify",
-    "task_dedup",
-    "solution_leak",
-    "benchmark_leak",
-    "scrub",
-    "validate",
-    "traj_dedup",
-]
+    from pipeline.stages.context import Context
 
 DETAIL_LIMIT = 2000  # characters of a drop's detail kept in the ledger
 TRACEBACK_LIMIT = 1500  # characters of a crash's traceback kept (its innermost frames)
@@ -110,12 +96,20 @@ def crash_detail(exc: BaseException) -> str:
     return text if len(text) <= TRACEBACK_LIMIT else "…" + text[-TRACEBACK_LIMIT:]
 
 
+class UndeclaredReason(RuntimeError):
+    """A step dropped runs for a reason it does not declare: a bug in the step, so its batch is
+    dropped as ``<stage>/crash`` (a global step's aborts the run)."""
+
+
 class Step(Generic[In, Out]):
     """Base of every ledger stage: subclasses set ``name`` and ``reasons`` and implement
     :meth:`process`; callers call the step itself (``step(batch)``)."""
 
     name: ClassVar[StageName]
+    # every reason the step may drop a run for; any other is refused (UndeclaredReason)
     reasons: ClassVar[tuple[str, ...]] = ()
+    # the reasons the base itself drops for, which every step of its kind may give
+    boundary_reasons: ClassVar[tuple[str, ...]] = ("crash",)
     # global steps run once in the driver over every new run (with the held runs), not per shard
     is_global: ClassVar[bool] = False
     # corpus-level steps need the corpus (benchmarks, catalog, other runs): `trajpipe convert`,
@@ -131,6 +125,19 @@ class Step(Generic[In, Out]):
     def process(self, batch: In) -> StageOutput[Out]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    @classmethod
+    def vocabulary(cls) -> frozenset[str]:
+        """Every reason a run may be dropped for at this stage."""
+        return frozenset((*cls.reasons, *cls.boundary_reasons))
+
+    def check_reasons(self, dropped: pl.DataFrame) -> None:
+        """Refuse drops for a reason the step did not declare."""
+        if dropped.height == 0:
+            return
+        undeclared = set(dropped.get_column("reason").unique().to_list()) - self.vocabulary()
+        if undeclared:
+            raise UndeclaredReason(f"{self.name} dropped runs for undeclared reasons {sorted(undeclared)}")
+
     def empty_kept(self, batch: In) -> Out:
         """What an empty batch keeps (the batch itself unless the step changes its type)."""
         return batch  # type: ignore[return-value]
@@ -145,6 +152,7 @@ class Step(Generic[In, Out]):
             return StageOutput(self.empty_kept(batch), empty(DROPS), Counter())
         try:
             out = self.process(batch)
+            self.check_reasons(out.dropped)
         except Exception as exc:
             if self.is_global:
                 raise
@@ -211,6 +219,8 @@ def paused_gc() -> Iterator[None]:
 class RunStep(Step[list[Item], Result], Generic[Item, Result]):
     """A step over a list of runs, one at a time; drops are per run, and so are crashes."""
 
+    boundary_reasons: ClassVar[tuple[str, ...]] = ("too_deep", "crash")
+
     def one(self, item: Item, counters: Counter[str]) -> Any:  # pragma: no cover - interface
         """The step's work on one run (raise PipelineDrop to drop it)."""
         raise NotImplementedError
@@ -243,6 +253,7 @@ class RunStep(Step[list[Item], Result], Generic[Item, Result]):
     def _each(
         self, batch: list[Item], kept: list[Any], rows: list[dict[str, Any]], counters: Counter[str]
     ) -> None:
+        vocabulary = self.vocabulary()
         for item in batch:
             try:
                 kept.append(self.one(item, counters))
@@ -253,6 +264,8 @@ class RunStep(Step[list[Item], Result], Generic[Item, Result]):
                 reason, detail = "too_deep", str(exc)[:200]
             except Exception as exc:  # a bug must not lose the run: it is counted and explained
                 reason, detail = "crash", crash_detail(exc)
+            if reason not in vocabulary:  # a drop the step does not declare is a bug too
+                reason, detail = "crash", f"undeclared reason {reason!r}: {detail}"
             rows.append(drop_row(*self.where(item), self.name, reason, detail))
             counters[f"{self.name}/{reason}"] += 1
             self.on_drop(item, reason, counters)

@@ -12,9 +12,9 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.convert.render import message_roles, render_contents
-from pipeline.core.rows import dataset_of, work_row
 from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.parse import Parsed
+from pipeline.stages.rows import dataset_of, work_row
 from schemas.run import WORK, empty, polars_schema
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "clipped_view",
         "apply_patch_format",
         "apply_patch_failed",
-        "too_deep",
-        "crash",
     )
     namespaces = ("dialect_drops", "dialect_turns")
 

@@ -3,7 +3,7 @@
 ``SolutionLeak`` drops runs that obtained the fix from outside their own work, in two steps:
 
 1. rules over the normalised commands (:mod:`pipeline.leaks.rules`; heredoc bodies cut, chains split
-   and wrappers peeled by :mod:`pipeline.shell`) name an *attempt* of one kind: ``git_history``,
+   and wrappers peeled by :mod:`pipeline.text.shell`) name an *attempt* of one kind: ``git_history``,
    ``foreign_object``, ``bug_patch``, ``network_fetch``, ``package_fetch``, ``site_packages``;
 2. the observation of that command must show the fix was delivered (:mod:`pipeline.leaks.confirm`:
    the task's fix lines, the run's own final diff seen before it wrote it, the PR number, a SWE-smith
@@ -26,7 +26,6 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from pipeline.core.context import Context
 from pipeline.leaks.benchmark import (
     BenchmarkIndex,
     best_hits,
@@ -38,6 +37,7 @@ from pipeline.leaks.rules import PRE
 from pipeline.leaks.scan import scan_batch
 from pipeline.leaks.solution import LazyTexts, pre_mask, prefilters, scan_run
 from pipeline.stages.base import Stage, StageOutput
+from pipeline.stages.context import Context
 from schemas.run import DROPS, empty
 
 

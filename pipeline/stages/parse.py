@@ -6,8 +6,8 @@ from collections import Counter
 from typing import ClassVar, NamedTuple
 
 from pipeline.core.episode import Episode, RawRun
-from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep
+from pipeline.stages.rows import dataset_of
 
 
 class Parsed(NamedTuple):
@@ -27,8 +27,12 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "no_steps",
         "unknown_kind",
         "record_too_large",
-        "too_deep",
-        "crash",
+        "bad_graph",
+        "split_streams",
+        "terminal_interleaved",
+        "elided_output",
+        "timeout_output_unknown",
+        "format_error_reference",
     )
     namespaces = ("dialect_drops",)
 

@@ -13,7 +13,6 @@ from typing import ClassVar, get_args
 import polars as pl
 
 from pipeline.core.episode import Quarantined, QuarantineReason, RawRun
-from pipeline.sources.base import Unit, shard_quarantine
 from pipeline.stages.base import StageOutput, Step, drop_row, drops_frame
 
 SourceItem = RawRun | Quarantined
@@ -37,11 +36,3 @@ class Quarantine(Step[list[SourceItem], list[RawRun]]):
 
     def drop_all(self, batch: list[SourceItem], reason: str, detail: str) -> pl.DataFrame:
         return drops_frame([drop_row(x.source_uid, x.epoch, "", self.name, reason, detail) for x in batch])
-
-    @staticmethod
-    def shard_failed(
-        unit: Unit, seen: list[RawRun], reason: QuarantineReason, detail: str
-    ) -> list[Quarantined]:
-        """A shard that failed verification: nothing in it is trusted. One entry per readable
-        record, or one for the shard."""
-        return shard_quarantine(unit, seen, reason, detail)

@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, ClassVar
 import polars as pl
 
 from pipeline.stages.base import Stage, StageOutput, drops_from
+from pipeline.text.ids import SWESMITH_COMMIT_PATTERN, SWESMITH_PR_PATTERN
 from schemas.run import DROPS, empty
 
 if TYPE_CHECKING:
-    from pipeline.core.context import Context
+    from pipeline.stages.context import Context
 
 MIN_COMMIT = 7  # shortest commit prefix that identifies a checkout (git's default abbreviation)
-_SWESMITH_PR = r"^(.+?)\.[0-9a-f]{8}\.pr_(\d+)$"
-_SWESMITH_COMMIT = r"^[^.]+__[^.]+\.([0-9a-f]{8})\."
 _IMAGE = r"^(?:.*/)?sweb\.eval\.(?:x86_64|arm64)\.(.+?)_1776_(.+)$"
 
 
@@ -39,7 +38,7 @@ def id_key(expr: pl.Expr) -> pl.Expr:
     """Comparable form of a task id (lower-case, PR mirrors and image names mapped to the id)."""
     e = expr.cast(pl.Utf8).fill_null("").str.strip_chars().str.to_lowercase()
     e = e.str.replace(_IMAGE, "${1}__${2}")
-    return e.str.replace(_SWESMITH_PR, "${1}-${2}")
+    return e.str.replace(SWESMITH_PR_PATTERN, "${1}-${2}")
 
 
 def repo_key(expr: pl.Expr) -> pl.Expr:
@@ -59,7 +58,11 @@ def commit_key(expr: pl.Expr) -> pl.Expr:
 def run_checkout(batch: pl.DataFrame) -> pl.Expr:
     """The run's commit: ``base_commit``, else the commit8 of a SWE-smith id, else ""."""
     from_id = (
-        pl.col("instance_id").cast(pl.Utf8).fill_null("").str.to_lowercase().str.extract(_SWESMITH_COMMIT, 1)
+        pl.col("instance_id")
+        .cast(pl.Utf8)
+        .fill_null("")
+        .str.to_lowercase()
+        .str.extract(SWESMITH_COMMIT_PATTERN, 1)
     )
     base = commit_key(pl.col("base_commit")) if "base_commit" in batch.columns else pl.lit("")
     return pl.when(base != "").then(base).otherwise(from_id.fill_null(""))

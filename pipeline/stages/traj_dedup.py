@@ -19,7 +19,6 @@ import numpy.typing as npt
 import polars as pl
 
 from pipeline.core.config import DedupParams
-from pipeline.core.context import Context
 from pipeline.dedup.lsh import candidate_pairs, union_find, verify
 from pipeline.stages.base import Stage, StageOutput, drops_from
 
@@ -28,19 +27,18 @@ STAGE = "traj_dedup"
 
 class TrajDedup(Stage):
     """The global step: the new runs' dedup keys (every unit's kept runs, sorted by
-    ``source_uid``) against ``held``, the keys of every run already published or in the catalog."""
+    ``source_uid``) against ``ctx.held``, the keys of every run already published or in the catalog.
+    ``duplicate_uid`` (a uid already taken) is recorded under this stage by the driver, which
+    decides it before the step, as it places each unit's rows."""
 
     name = "traj_dedup"
-    reasons = ("exact", "near")
+    reasons = ("exact", "near", "duplicate_uid")
     is_global = True
     corpus_level = True
 
-    def __init__(self, ctx: Context, held: pl.DataFrame) -> None:
-        super().__init__(ctx)
-        self.held = held
-
     def process(self, batch: pl.DataFrame) -> StageOutput[pl.DataFrame]:
-        return traj_dedup(batch, self.held, self.ctx.config.dedup)
+        held = self.ctx.held if self.ctx.held is not None else pl.DataFrame()
+        return traj_dedup(batch, held, self.ctx.config.dedup)
 
 
 def signature_matrix(minhash: pl.Series, num_perm: int) -> npt.NDArray[np.uint32]:

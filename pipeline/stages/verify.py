@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 import polars as pl
 
 from pipeline.core.episode import PipelineDrop
-from pipeline.core.rows import dataset_of
 from pipeline.stages.base import RunStep, StageOutput, paused_gc
 from pipeline.stages.convert import ConvertedBatch, Converting, work_frame
+from pipeline.stages.rows import dataset_of
 from pipeline.verify import REASONS, verify
 from pipeline.verify.decoration import decoration_suspects
 from schemas.run import WORK, empty
@@ -22,7 +22,7 @@ from schemas.run import WORK, empty
 
 class Verify(RunStep[Converting, pl.DataFrame]):
     name = "verify"
-    reasons: ClassVar[tuple[str, ...]] = (*REASONS, "too_deep", "crash")
+    reasons: ClassVar[tuple[str, ...]] = REASONS
     namespaces = ("dialect_drops",)
     _suspects: list[set[int]]
     _batch: dict[int, int]

@@ -16,11 +16,11 @@ from functools import cached_property, lru_cache
 from pipeline.convert import Converted
 from pipeline.convert.render import SUBMIT_COMMAND, submission_of
 from pipeline.convert.roots import TESTBED
+from pipeline.convert.runfiles import Files, edit_script, run_edit
 from pipeline.core.episode import Episode
-from pipeline.shell import Segment, split_command
+from pipeline.text.shell import Segment, split_command
 from pipeline.verify.decoration import decoration_in
 from pipeline.verify.effects import REFUSAL, edit_violation
-from pipeline.verify.files import Files, edit_script, run_edit
 from pipeline.verify.programs import unknown_programs
 
 

@@ -9,7 +9,7 @@ defines, or a program the run itself installed earlier (``pip install X``, ``apt
 (:data:`HARNESS_TOOLS`: SWE-agent's ``open``/``goto``/``edit``, OpenHands' ``execute_bash``,
 Claude Code's ``Read``, ...) never is: those exist only inside the harness that recorded the run.
 
-Programs are read with the project's one shell lexer (:func:`pipeline.shell.split_command`: pipes,
+Programs are read with the project's one shell lexer (:func:`pipeline.text.shell.split_command`: pipes,
 ``&&``/``||``/``;`` lists, subshells and ``$(...)`` split; wrappers such as ``timeout``, ``env``,
 ``bash -c`` peeled); compound-command keywords (``if``/``then``/``do``/``{`` ...) and redirections
 are skipped here. A program word that is an expansion (``$PYTHON``) cannot be resolved statically
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pipeline.shell import Segment, split_command
+from pipeline.text.shell import Segment, split_command
 
 
 def _words(text: str) -> frozenset[str]:

@@ -12,8 +12,8 @@ from typing import NotRequired, TypedDict
 
 import polars as pl
 
-from pipeline.core.state import IngestKey
-from pipeline.stages import STAGE_ORDER  # the order only: no step is imported
+from pipeline.core.stages import STAGE_ORDER
+from pipeline.store.state import IngestKey
 from schemas.run import DROPS, empty
 
 

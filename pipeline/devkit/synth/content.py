@@ -15,6 +15,8 @@ import random
 import string
 from dataclasses import dataclass, field
 
+from pipeline.reference.secrets import SECRET_KINDS
+
 ALNUM = string.ascii_letters + string.digits
 
 
@@ -832,23 +834,9 @@ def problem_statement(rng: random.Random, spec: RepoSpec, fn: str, rel: str) -> 
 # Secrets (every kind of docs/ARCHITECTURE.md); random bodies, realistic shapes
 # --------------------------------------------------------------------------------------------
 
-SECRET_KINDS = (
-    "github_token",
-    "gitlab_token",
-    "aws_access_key",
-    "aws_secret_key",
-    "gcp_api_key",
-    "azure_key",
-    "hf_token",
-    "openai_key",
-    "anthropic_key",
-    "slack_token",
-    "stripe_key",
-    "private_key",
-    "jwt",
-    "url_password",
-    "env_secret",
-)
+# the kinds the corpus plants: every kind the scrubber finds but the two that need a context the
+# synthetic commands do not give (a header, an encoded body)
+PLANTED_SECRET_KINDS = tuple(k for k in SECRET_KINDS if k not in ("auth_header", "encoded_secret"))
 
 
 def _b64url(rng: random.Random, n: int) -> str:

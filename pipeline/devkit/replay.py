@@ -45,7 +45,7 @@ from pipeline.convert.render import (  # render_timeout: re-exported, its one ho
     render_timeout,
     submission_of,
 )
-from pipeline.shell import split_command
+from pipeline.text.shell import split_command
 
 TESTBED = "/testbed"
 TIMEOUT_S = 60  # mini-swe-agent extra/swebench.yaml environment.timeout

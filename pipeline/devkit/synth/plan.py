@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.synth.content import (
+from pipeline.devkit.synth.content import (
     CMP_FIX,
     NOUNS,
     VERBS,
@@ -30,7 +30,7 @@ from pipeline.synth.content import (
     test_output,
     unified_diff,
 )
-from pipeline.synth.render import SUBMIT, Act
+from pipeline.devkit.synth.render import SUBMIT, Act
 
 SWESMITH_METHODS = (
     "func_pm_remove_cond",

@@ -35,10 +35,18 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.synth import affine_writer
-from pipeline.synth.content import REPOS, SECRET_KINDS, Repo, RepoSpec, digest, make_repo, rand_hex
-from pipeline.synth.plan import RunBuilder, TaskInfo, build_run, make_task
-from pipeline.synth.render import (
+from pipeline.devkit.synth import affine_writer
+from pipeline.devkit.synth.content import (
+    PLANTED_SECRET_KINDS,
+    REPOS,
+    Repo,
+    RepoSpec,
+    digest,
+    make_repo,
+    rand_hex,
+)
+from pipeline.devkit.synth.plan import RunBuilder, TaskInfo, build_run, make_task
+from pipeline.devkit.synth.render import (
     TOOLS,
     bake_view,
     render_mini,
@@ -391,7 +399,7 @@ def plan_epoch(rng: random.Random, c: Corpus, ei: int, n_views: int) -> list[Pla
         p.note.append(f"benign look-alike of {kind}")
     # secrets: all kinds spread over three runs
     for i in range(3):
-        kinds = list(SECRET_KINDS[i * 5 : (i + 1) * 5])
+        kinds = list(PLANTED_SECRET_KINDS[i * 5 : (i + 1) * 5])
         p = planned(new_task(rng, c), plants=[("secrets", kinds)])
         p.note.append("secrets in commands and outputs")
     # unknown tool
@@ -866,7 +874,7 @@ def emit_swelego(out: Path, c: Corpus, runs: int, rows_per_file: int) -> None:
             ins = "# regression: boundary items must be kept"
             new_text = "\n".join([*lines[:line], ins, *lines[line:]])
             b.overlay[rel] = new_text
-            from pipeline.synth.render import Act
+            from pipeline.devkit.synth.render import Act
 
             b.acts.insert(
                 len(b.acts) - 1,

@@ -1,7 +1,7 @@
 """Write Affine corpora (the inverse of ``pipeline.sources.affine``): gzip JSONL chunks and manifests.
 
 The one writer of the input contract of DESIGN §2.1, shared by the synthetic corpus
-(``pipeline.synth.corpus``) and the tests' hand-built corpora (``tests/corpus_kit.py``).
+(``pipeline.devkit.synth.corpus``) and the tests' hand-built corpora (``tests/corpus_kit.py``).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ from pipeline.io.fileio import (
     file_sha256,
     fsync_replace,
 )
+from pipeline.store.rowbytes import ROW_BYTES, row_bytes_expr
 from schemas.run import PUBLISHED_NAMES
 
 # (dataset, epoch) an ingested run is counted under: dataset "" for quarantined input, epoch
@@ -112,9 +113,8 @@ def decode_ingested(counts: dict[str, int]) -> Counter[IngestKey]:
 
 
 # The held store's index: what the card, the stats and dedup read, without the big columns.
-# ``__bytes`` is the row's publishing size (pipeline.publish.shards.row_bytes_expr), computed by
+# ``__bytes`` is the row's publishing size (pipeline.store.rowbytes.row_bytes_expr), computed by
 # the worker; ``__file`` the state-relative file holding the full row.
-ROW_BYTES = "__bytes"
 ROW_FILE = "__file"
 INDEX_COLUMNS: list[str] = [
     *(n for n in PUBLISHED_NAMES if n not in ("messages", "patch")),
@@ -432,8 +432,6 @@ def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
 def _by_dataset(frame: pl.DataFrame) -> list[pl.DataFrame]:
     if not {"dataset", "source_uid", *PUBLISHED_NAMES} <= set(frame.columns):
         return [frame]  # not run rows
-    from pipeline.publish.shards import row_bytes_expr
-
     if ROW_BYTES not in frame.columns:
         frame = frame.with_columns(row_bytes_expr().alias(ROW_BYTES))
     if frame.height == 0:

@@ -23,6 +23,9 @@ class Context:
     # where indexes derived from them are cached by that key (None: built in memory, not cached)
     benchmarks_key: str = ""
     cache: Path | None = None
+    # the dedup keys (source_uid, exact_hash, minhash, ...) of every run already published or in the
+    # catalog: what the global step compares new runs with (None in a worker)
+    held: pl.DataFrame | None = None
 
 
 def reference_cache(config: Config) -> Path | None:

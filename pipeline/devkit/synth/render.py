@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.synth.content import cat_n, claude_read
+from pipeline.devkit.synth.content import cat_n, claude_read
 from schemas.miniswe import SUBMIT_COMMAND
 
 SUBMIT = SUBMIT_COMMAND

@@ -1,0 +1,1 @@
+"""The work dir's store: its state (units, held runs, commits), the ledger and a row's publishing size."""
