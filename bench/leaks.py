@@ -16,6 +16,7 @@ import argparse
 import base64
 import json
 import random
+import shlex
 import string
 import subprocess
 import sys
@@ -514,6 +515,37 @@ WRAPPERS = [
     "stdbuf -oL ",
     "cd /testbed && ",
 ]
+# Compound shell forms around a read ({} the read, {q} the read shell-quoted).
+COMPOUND = [
+    "if [ -d .git ]; then {}; fi",
+    "for f in src/m.py; do {}; done",
+    "while true; do {}; break; done",
+    "case x in x) {};; esac",
+    "{{ {}; }} 2>&1 | head -200",
+    "( cd /testbed && {} )",
+    'echo "$({})"',
+    "echo `{}`",
+    "bash -c {q}",
+    "sh -c {q}",
+    "eval {q}",
+    "show() {{ {}; }}; show",
+    "{} \\\n  | cat",
+]
+
+
+def wrapped(form: str, cmd: str) -> str:
+    """``cmd`` behind a wrapper prefix or inside a compound form."""
+    if "{q}" in form:
+        return form.replace("{q}", shlex.quote(cmd))
+    if "{}" in form:
+        return (
+            form.replace("{{", "\0")
+            .replace("}}", "\1")
+            .replace("{}", cmd)
+            .replace("\0", "{")
+            .replace("\1", "}")
+        )
+    return form + cmd
 
 
 def write_forms(
@@ -574,17 +606,44 @@ def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, ob
         )
         sha = g.sha()
         show = f"commit {sha}\nAuthor: dev <d@x>\n\n    Fix {g.ident()}\n\n{hunk}"
-        wrap = r.choice(WRAPPERS)
-        how = r.choice(["log_all_p", "oneline_then_show", "remote_file", "curl_raw"])
+        wrap = r.choice(WRAPPERS + COMPOUND)
+        how = r.choice(
+            [
+                "log_all_p",
+                "oneline_then_show",
+                "remote_file",
+                "curl_raw",
+                "log_S",
+                "stash_show",
+                "diff_sha",
+                "reflog_p",
+            ]
+        )
         if how == "log_all_p":
-            reads, outs, kind = [wrap + "git log --all -p -- src/m.py"], [show], "git_history"
+            reads, outs, kind = [wrapped(wrap, "git log --all -p -- src/m.py")], [show], "git_history"
+        elif how == "log_S":
+            reads, outs, kind = [wrapped(wrap, f"git log --all -S '{g.ident()}' -p")], [show], "git_history"
+        elif how == "reflog_p":
+            reads, outs, kind = [wrapped(wrap, "git log -g -p -n 3")], [show], "git_history"
+        elif how == "stash_show":
+            reads, outs, kind = [wrapped(wrap, "git stash show -p stash@{0}")], [hunk], "foreign_object"
+        elif how == "diff_sha":
+            reads, outs, kind = (
+                [wrapped(wrap, f"git diff HEAD {sha[:7]} -- src/m.py")],
+                [hunk],
+                "foreign_object",
+            )
         elif how == "oneline_then_show":
-            reads = [wrap + "git log --oneline --all", wrap + f"git show {sha[:7]}"]
+            reads = [wrapped(wrap, "git log --oneline --all"), wrapped(wrap, f"git show {sha[:7]}")]
             outs, kind = [f"{sha[:7]} Fix {g.ident()}\n{g.sha(7)} Initial import\n", show], "foreign_object"
         elif how == "remote_file":
-            reads, outs, kind = [wrap + "git show origin/fix:src/m.py"], ["\n".join(fixed)], "foreign_object"
+            reads, outs, kind = (
+                [wrapped(wrap, "git show origin/fix:src/m.py")],
+                ["\n".join(fixed)],
+                "foreign_object",
+            )
         else:  # a fetched file whose text trips the fetch-error pattern: only the later write confirms it
-            reads = [wrap + "curl -s https://raw.githubusercontent.com/acme/w/main/src/m.py"]
+            reads = [wrapped(wrap, "curl -s https://raw.githubusercontent.com/acme/w/main/src/m.py")]
             outs = [
                 '"""Errors: Traceback (most recent call last) is printed on failure."""\n' + "\n".join(fixed)
             ]
@@ -607,7 +666,13 @@ def write_cases(n_runs: int, seed: int) -> tuple[pl.DataFrame, list[dict[str, ob
         row = make_row(uid, f"acme__w-{pr}", "acme__w", "", g.ident(), cmds, obs, submit=False)
         rows.append(row)
         labels.append(
-            {"uid": uid, "expect": expect, "how": how, "write": write.split()[0], "wrap": wrap.strip()}
+            {
+                "uid": uid,
+                "expect": expect,
+                "how": how,
+                "write": write.split()[0],
+                "wrap": wrapped(wrap, "READ").replace("\n", "\\n"),
+            }
         )
     return pl.DataFrame(rows, schema=polars_schema(WORK)), labels
 
@@ -663,19 +728,21 @@ def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str
     expect = {str(lb["uid"]): str(lb["expect"]) for lb in labels}
     attempts = [u for u, e in expect.items() if e.startswith("attempt/")]
     by_how: dict[str, Counter[str]] = defaultdict(Counter)
+    by_wrap: dict[str, Counter[str]] = defaultdict(Counter)
     for lb in labels:
         u, e = str(lb["uid"]), str(lb["expect"])
         ok = got.get(u) == e if e.startswith("solution_leak/") else u not in got
         by_how[f"{lb['how']} / {lb['write']}"]["ok" if ok else "wrong"] += 1
+        by_wrap[str(lb["wrap"])]["ok" if ok else "wrong"] += 1
     lines = [
         "## Step-limited runs confirmed by their own writes",
         "",
         f"`write_cases({n_runs}, seed={seed + 1})`: runs with no submission and no gold patch that read a fix "
-        "(`git log --all -p`, `git log --oneline --all` + `git show <sha>`, `git show origin/fix:file`, `curl` of "
-        "the raw file), each read behind a random wrapper ("
-        + ", ".join(w.strip() or "none" for w in WRAPPERS)
-        + "), then type it in (converted edit, `git apply`, python replace, `sed -i`): a leak; or type "
-        "something else, or type the fix *before* reading their own commit: an attempt, kept.",
+        "(`git log --all -p`, `git log --all -S`, `git log -g -p`, `git log --oneline --all` + `git show <sha>`, "
+        "`git show origin/fix:file`, `git diff HEAD <sha>`, `git stash show -p`, `curl` of the raw file), each read "
+        "behind a random wrapper or inside a random compound command (table below), then type it in (converted "
+        "edit, `git apply`, python replace, `sed -i`): a leak; or type something else, or type the fix *before* "
+        "reading their own commit: an attempt, kept.",
         "",
         *score_leaks(expect, got),
         "",
@@ -684,6 +751,13 @@ def step_limited_section(ctx: Context, seed: int, n_runs: int = 600) -> list[str
         "| read / write form | right | wrong |",
         "|---|---|---|",
         *(f"| {k} | {v['ok']} | {v['wrong']} |" for k, v in sorted(by_how.items())),
+        "",
+        "| wrapper or compound form | right | wrong |",
+        "|---|---|---|",
+        *(
+            "| `` " + k.replace("|", "\\|") + f" `` | {v['ok']} | {v['wrong']} |"
+            for k, v in sorted(by_wrap.items())
+        ),
         "",
     ]
     return lines

@@ -1,17 +1,19 @@
 """Leak stages over real public trajectories: every drop and every attempt, for a hand verdict.
 
     .venv/bin/python bench/leaks_real.py tests/fixtures/real [more dirs or files] [--benchmarks ../shared/benchmarks]
-        [--csv out.csv] [--show-attempts]
+        [--csv out.csv] [--show-attempts] [--labels tests/fixtures/real/leaks/EXPECTATIONS.json]
 
 Each file goes through the pipeline's own quarantine -> parse -> convert steps (``pipeline.stages.STEPS``,
 as ``trajpipe convert`` runs them, step limit 250), then the SolutionLeak stage (and BenchmarkLeak when a
 benchmarks folder is given). Prints one line per run that was dropped or had an attempt: file,
-stage/reason or attempts, and the drop's detail.
+stage/reason or attempts, and the drop's detail. With ``--labels`` (file name -> {"label": "leak" |
+"look-alike"}, the hand verdicts), also the solution-leak precision and recall over the labelled runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -92,6 +94,9 @@ def main() -> None:
     ap.add_argument("--benchmarks", type=Path)
     ap.add_argument("--csv", type=Path)
     ap.add_argument("--show-attempts", action="store_true")
+    ap.add_argument(
+        "--labels", type=Path, help="hand verdicts: JSON of file name -> {label: leak|look-alike}"
+    )
     a = ap.parse_args()
     bench = None
     if a.benchmarks:
@@ -112,6 +117,34 @@ def main() -> None:
             print(f"{r['outcome']}\t{Path(str(r['file'])).name}\t{r['attempts']}\t{str(r['detail'])[:160]!r}")
     if a.csv:
         pl.DataFrame(records).write_csv(a.csv)
+    if a.labels:
+        print(score(records, json.loads(a.labels.read_text())))
+
+
+def score(records: list[dict[str, object]], labels: dict[str, dict[str, object]]) -> str:
+    """Solution-leak precision and recall over the runs of labelled files (one run per file)."""
+    tp = fp = fn = tn = 0
+    missing = []
+    for r in records:
+        want = labels.get(Path(str(r["file"])).name)
+        if want is None:
+            continue
+        leak, dropped = want["label"] == "leak", str(r["outcome"]).startswith("solution_leak/")
+        tp, fp, fn, tn = (
+            tp + (leak and dropped),
+            fp + (dropped and not leak),
+            fn + (leak and not dropped),
+            tn + (not leak and not dropped),
+        )
+    seen = {Path(str(r["file"])).name for r in records}
+    missing = sorted(set(labels) - seen)
+    precision = f"{tp / (tp + fp):.2%}" if tp + fp else "n/a"
+    recall = f"{tp / (tp + fn):.2%}" if tp + fn else "n/a"
+    return (
+        f"labelled runs {tp + fp + fn + tn} (leaks {tp + fn}, look-alikes {fp + tn}): TP {tp} FP {fp} FN {fn} TN {tn}, "
+        f"precision {precision}, recall {recall}"
+        + (f"; labelled but not converted: {missing}" if missing else "")
+    )
 
 
 if __name__ == "__main__":

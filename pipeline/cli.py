@@ -460,7 +460,8 @@ def convert(
         list[Path],
         typer.Argument(
             help="trajectory files or folders (SWE-agent .traj, OpenHands "
-            "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL)"
+            "events, SWE-smith, mini-swe-agent, SWE-Lego Parquet/JSONL; session transcripts of "
+            "Claude Code, Codex CLI, pi and Kimi CLI, one run per file)"
         ),
     ],
     out: Annotated[Path, typer.Option(metavar="PATH", help="JSONL to write, one line per run")],

@@ -41,6 +41,7 @@ from itertools import pairwise
 
 from pipeline.convert.runfiles import TESTBED, RunFiles, command_cwd
 from pipeline.text.shell import OPS, Segment, shlex_split, split_command
+from pipeline.text.shell import join_redirects as _join_redirects
 
 MIN_PRECISION = 0.99
 MIN_N = 200  # decided samples overall: one miss in 100 must be visible above noise
@@ -69,27 +70,6 @@ KEYWORDS = frozenset(
 )  # fmt: skip
 _LIST_ENDS = frozenset({";", "\n", ""})
 _BAD_OPS = frozenset({"(", ")", "&", ";;"})
-
-
-def _join_redirects(segs: list[Segment]) -> list[Segment]:
-    """``x 2>&1``, ``x >&2`` and ``x &>f`` glued back into one segment (the lexer splits at ``&``)."""
-    out: list[Segment] = []
-    i = 0
-    while i < len(segs):
-        s = segs[i]
-        while s.op == "&" and i + 1 < len(segs) and s.argv and segs[i + 1].argv:
-            nxt = segs[i + 1]
-            if s.argv[-1].endswith(">"):  # 2>&1, >&2: the word continues after the &
-                argv = [*s.argv[:-1], s.argv[-1] + "&" + nxt.argv[0], *nxt.argv[1:]]
-            elif nxt.argv[0].startswith(">"):  # &>file: a redirection word of its own
-                argv = [*s.argv, "&" + nxt.argv[0], *nxt.argv[1:]]
-            else:
-                break
-            s = Segment(argv, " ".join(argv), s.heredoc or nxt.heredoc, nxt.op)
-            i += 1
-        out.append(s)
-        i += 1
-    return out
 
 
 _TIMEOUT = re.compile(r"(?:^|[\s;&|(])timeout\s+(?:-\S+\s+(?:\S+\s+)?)*\d")

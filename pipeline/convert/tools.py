@@ -43,9 +43,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.convert import edits
+from pipeline.convert import claude_search, codex_patch, edits, kimi_tools
 from pipeline.convert.filemap import convert_filemap, is_filemap
 from pipeline.convert.render import SUBMIT_COMMAND
+from pipeline.convert.session_tools import no_effect_text, refuse_unreplayable
 from pipeline.convert.sweagent_window import (
     RemovedTurn,
     WindowState,
@@ -59,7 +60,10 @@ from pipeline.parsers.sweagent import HANDOFF_TOOL, REVIEW_TOOL
 from pipeline.text.shell import peel_wrappers
 from pipeline.text.tails import newline_run_start, rstripped_len, tail_line_start
 
-BASH_TOOLS = frozenset({"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"})
+BASH_TOOLS = frozenset(
+    {"bash", "execute_bash", "run", "Bash", "shell", "Shell", "terminal", "run_command"}
+    | {"exec_command", "shell_command", "local_shell"}  # Codex CLI's shell tools
+)
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "str_replace_based_edit_tool"})
 THINK_TOOLS = frozenset({"think", "Think"})
 TODO_TOOLS = frozenset(
@@ -263,8 +267,28 @@ def split_exit_marker(obs: str) -> tuple[str, int | None]:
         return obs, rc
 
 
+def codex_shell_command(args: dict[str, Any]) -> str | None:
+    """Codex's shell call as one command: ``cmd`` (``exec_command``) or ``command`` (a string,
+    or ``shell``'s argv, ``["bash", "-lc", SCRIPT]`` its script), run in ``cd WORKDIR &&`` when
+    the call's working directory is not the checkout root. None: not Codex's argument shape."""
+    cmd = args.get("cmd", args.get("command"))
+    if isinstance(cmd, list):
+        words = [str(w) for w in cmd]
+        text = words[2] if len(words) == 3 and words[1] in ("-lc", "-c") else shlex.join(words)
+    elif isinstance(cmd, str):
+        text = cmd
+    else:
+        return None
+    workdir = args.get("workdir")
+    if isinstance(workdir, str) and workdir.rstrip("/") not in ("", "/testbed"):
+        return f"cd {edits.shell_quote(workdir)} && {text}"
+    return text
+
+
 def convert_bash(args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState) -> Action:
-    cmd = _s(args, "command", "cmd", "script", default="") or ""
+    cmd = codex_shell_command(args) if ("workdir" in args or "cmd" in args) else None
+    if cmd is None:
+        cmd = _s(args, "command", "cmd", "script", default="") or ""
     is_input = str(args.get("is_input", "false")).lower() in ("true", "1")
     if is_input or cmd.strip() in INTERRUPTS:
         if cmd.strip() in INTERRUPTS:
@@ -532,7 +556,10 @@ def convert_editor(args: dict[str, Any], obs: str, rc: int | None, turn: int, st
 # ---------------------------------------------------------------- Claude Code
 
 
-def _claude_read_body(obs: str) -> str:
+def _claude_read_body(obs: str, to_end: bool = False) -> str:
+    """Claude Code's numbered read as ``cat -n`` prints it. Read numbers the empty string after a
+    file's final newline as one more line; ``cat -n`` does not: on a read that reached the end of
+    the file (``to_end``) a numbered empty last line is that artifact and goes."""
     body = (_REMINDER.sub("\n", obs) if "<system-reminder>" in obs else obs).rstrip("\n")
     arrows = body.count("\u2192")
     if arrows:
@@ -540,6 +567,8 @@ def _claude_read_body(obs: str) -> str:
         # edit as the per-line substitution, without a Python call per line
         at_numbers = _arrows_at_numbers(body)
         body = body.replace("\u2192", "\t") if at_numbers == arrows else _ARROW_NUMBER.sub(_tab_number, body)
+    if to_end and (m := _NUMBERED_EMPTY_TAIL.search(body, max(body.rfind("\n", 0, len(body) - 1), 0))):
+        body = body[: m.start()]
     return body + "\n" if body else ""
 
 
@@ -553,28 +582,26 @@ def _range(offset: Any, limit: Any) -> list[int] | None:
 def _grep(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="") or ""
     where = _s(args, "path", default="/testbed") or "/testbed"
-    mode = _s(args, "output_mode", default="files_with_matches")
-    flags = {"content": "-rnE", "count": "-rcE"}.get(mode or "", "-rlE")
-    if args.get("-i"):
-        flags += "i"
+    mode = _s(args, "output_mode", default="files_with_matches") or "files_with_matches"
+    flags = claude_search.grep_flags(mode, pattern, bool(args.get("-i")))
     inc = f" --include={edits.shell_quote(g)}" if (g := _s(args, "glob")) else ""
-    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)} {edits.shell_quote(where)}"
     lines = [
         ln
         for ln in obs.splitlines()
-        if not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
+        if ln.strip() and not re.match(r"^(Found \d+ (files?|matches)|No (files|matches) found)", ln)
     ]
-    out = "".join(ln + "\n" for ln in lines if ln.strip())
+    where = claude_search.search_root(where, lines)
+    target = f" {edits.shell_quote(where)}" if where else ""
+    cmd = f"grep {flags}{inc} -- {edits.shell_quote(pattern)}{target}"
+    cmd, lines = claude_search.sorted_result(cmd, lines, mode)
+    out = "".join(ln + "\n" for ln in lines)
     return Action("run", cmd, out, 0 if out else 1)
 
 
 def _glob(args: dict[str, Any], obs: str) -> Action:
     pattern = _s(args, "pattern", default="*") or "*"
     where = _s(args, "path", default="/testbed") or "/testbed"
-    script = (
-        f"import glob; print(*sorted(glob.glob({pattern!r}, root_dir={where!r}, recursive=True)), sep='\\n')"
-    )
-    cmd = f"python3 -c {edits.shell_quote(script)}"
+    cmd = claude_search.glob_command(pattern, where)
     base = where.rstrip("/") + "/"
     paths = [
         ln.removeprefix(base) for ln in obs.splitlines() if ln.strip() and not ln.startswith("No files found")
@@ -592,11 +619,15 @@ def _ls(args: dict[str, Any], obs: str) -> Action:
 def convert_claude(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action:
     path = _s(args, "file_path", "path", default="") or ""
     if name == "Read":
-        cmd = view_command(path, _range(args.get("offset"), args.get("limit")))
+        rng = _range(args.get("offset"), args.get("limit"))
+        cmd = view_command(path, rng)
         if _failed(obs, rc) and "\u2192" not in obs:
             out, code = _missing(path, cmd, obs, turn)
             return Action("run", cmd, out, code)
-        return Action("run", cmd, _claude_read_body(obs), 0)
+        # the read reached the file's end: no limit, or fewer lines shown than it allowed
+        shown = _arrows_at_numbers(obs.split("<system-reminder>", 1)[0].rstrip("\n"))
+        to_end = rng is None or rng[1] == -1 or shown < rng[1] - rng[0] + 1
+        return Action("run", cmd, _claude_read_body(obs, to_end), 0)
     if name == "Write":
         return _create_action(path, _s(args, "content", default="") or "", obs, rc, turn)
     if name == "Edit":
@@ -682,6 +713,14 @@ def _apply_patch(args: dict[str, Any], obs: str, rc: int | None, turn: int) -> A
     """A unified diff applied by ``git apply`` from a quoted heredoc; the tool's message printed
     after it. Other patch dialects and failed applications are counted drops."""
     patch = _s(args, "patch", "input", "diff", default="") or ""
+    if patch.lstrip().startswith(codex_patch.BEGIN):
+        out, _ = split_exit_marker(obs)
+        if (rc is not None and rc != 0) or (not codex_patch.is_success(out) and _failed(out, None)):
+            raise ConvertError("apply_patch_failed", f"turn {turn}: {obs.strip()[:80]}")
+        if not codex_patch.is_success(out):  # a report that is not Codex's: not what it ran
+            raise ConvertError("apply_patch_format", f"turn {turn}: report {out.strip()[:60]!r}")
+        workdir = _s(args, "workdir", default="/testbed") or "/testbed"
+        return Action("run", codex_patch.codex_patch_command(patch, workdir, out, turn), out, 0)
     if not re.search(r"^(diff --git |--- )", patch, re.M) or "\n@@ " not in patch:
         raise ConvertError("apply_patch_format", f"turn {turn}")
     if _failed(obs, rc):
@@ -786,6 +825,34 @@ def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...]
             )
 
 
+KIMI_OWN = frozenset({"ReadFile", "StrReplaceFile", "WriteFile"})
+
+
+def _kimi_call(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int) -> Action | None:
+    """Kimi CLI's file tools in Kimi's argument shapes (``pipeline.convert.kimi_tools``); None
+    for the same names in another harness's shape (read by the shared converters)."""
+    path = _s(args, "path", default="") or ""
+    if name == "WriteFile" and args.get("mode") == "append":
+        raise ConvertError("bad_tool_args", f"turn {turn}: WriteFile in append mode")
+    if name == "StrReplaceFile" and "edit" in args:
+        pairs = kimi_tools.replace_pairs(args, turn)
+        if _failed(obs, rc):
+            if "No replacements were made" not in obs:
+                raise ConvertError("unverifiable_edit", f"turn {turn}: {obs.strip()[:80]}")
+            return Action("run", kimi_tools.kimi_replace_command(path, pairs, obs), obs, 1)
+        if obs.strip():
+            raise ConvertError("unverifiable_edit", f"turn {turn}: an edit's output {obs.strip()[:60]!r}")
+        return Action("run", kimi_tools.kimi_replace_command(path, pairs, None), "", 0)
+    if name == "ReadFile" and ("line_offset" in args or "n_lines" in args or _CAT_N_LINE.match(obs)):
+        if _failed(obs, rc) and not _CAT_N_LINE.match(obs):
+            return None  # a failed read: the shared reader gives cat's own message
+        first = args.get("line_offset")
+        if isinstance(first, int) and first < 0:
+            raise ConvertError("bad_tool_args", f"turn {turn}: ReadFile from the end (line_offset {first})")
+        return Action("run", view_command(path, _range(first, args.get("n_lines"))), obs, 0)
+    return None
+
+
 def convert_call(
     name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int, state: ToolState
 ) -> Action:
@@ -801,6 +868,8 @@ def convert_call(
     if obs.startswith("<system>"):
         obs, status_rc = split_system_status(obs)
         rc = rc if rc is not None else status_rc
+    if name in KIMI_OWN and (kimi := _kimi_call(name, args, obs, rc, turn)) is not None:
+        return kimi
     if window_call(name, args, turn) is not None:
         # SWE-agent's windowed tools, as text ({"args", "body"}) or 1.x structured arguments
         try:
@@ -809,6 +878,7 @@ def convert_call(
             return Action("remove", text="convert/sweagent_turn_removed")
         return Action("run", res.command, res.output, res.returncode)
     if name in BASH_TOOLS:
+        refuse_unreplayable(name, args, obs, turn)
         return convert_bash(args, obs, rc, turn, state)
     if name == REVIEW_TOOL:
         return _review(obs, state)
@@ -821,6 +891,10 @@ def convert_call(
         return Action("fold", text=_s(args, "thought", "content", "text", default="") or "")
     if name in TODO_TOOLS:
         return Action("remove")
+    folded = no_effect_text(name, args, turn)
+    if folded is not None:
+        state.counters["convert/no_effect_folded"] += 1
+        return Action("fold", text=folded)
     if name in NO_EFFECT_TOOLS:
         state.counters["convert/no_effect_removed"] += 1
         inputs = args.get("inputs")

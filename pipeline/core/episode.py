@@ -12,7 +12,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 # RawRun.kind: which parser reads the run (pipeline.parsers.FORMATS)
-RunKind = Literal["view", "trace", "swelego", "sweagent", "openhands", "openhands_v1", "swesmith", "miniswe"]
+RunKind = Literal[
+    "view",
+    "trace",
+    "swelego",
+    "sweagent",
+    "openhands",
+    "openhands_v1",
+    "swesmith",
+    "miniswe",
+    "claude_code",
+    "codex",
+    "pi",
+    "kimi",
+]
 # the run's verdict on its task, as its source gave it
 Resolved = Literal["resolved", "not resolved", "unknown"]
 # why input was quarantined (docs/ARCHITECTURE.md, ledger vocabulary)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from pipeline.leaks.rules import RELATIVE, Task, git_parts, refs_of
 from pipeline.leaks.text import containment, has_run, line_set, obs_lines
-from pipeline.text.shell import split_command
+from pipeline.text.shell import simple_commands
 from schemas.miniswe import SUBMIT_SENTINEL
 
 FIX_CONTAINMENT = 0.5
@@ -33,6 +33,7 @@ FETCH_ERROR = re.compile(
     r"command not found|ERROR: |Traceback \(most recent call last\)|timed out",
     re.M,
 )
+_PIP_INSTALLED = re.compile(r"(?m)^Successfully installed (.+)$")
 _PKG_OK = re.compile(r"Successfully (?:installed|downloaded)|^Saved \S+|^Installed \d+ package", re.M)
 BUG_SUBJECT = re.compile(
     r"(?m)^(?:[*|\\/ ]*(?:commit )?[0-9a-f]{7,40}\s+(?:\([^)\n]*\)\s+)?|\s{4})(?:Bug Patch|Remove F2P Tests)\s*$"
@@ -66,7 +67,7 @@ def own_final_diff(commands: list[str], outputs: Sequence[str | None]) -> str:
         if (
             out
             and "\n@@ " in out
-            and any(_PLAIN_DIFF.match(" ".join(seg.argv)) for seg in split_command(cmd))
+            and any(_PLAIN_DIFF.match(" ".join(seg.argv)) for seg in simple_commands(cmd))
         ):
             return out
     return ""
@@ -93,11 +94,29 @@ def _foreign_object(
     if fix_hit or own_hit:
         return True
     # checkout/restore/cherry-pick print nothing: the object landed in the tree if the final diff has the fix.
-    sub = git_parts(argv)[0]
+    sub, args = git_parts(argv)
+    if sub == "cherry-pick" and _picked(args, output, rc):
+        return True  # a commit the run did not make, applied: its change is in the tree
     writes = sub in ("checkout", "restore", "cherry-pick", "reset", "merge", "rebase", "switch")
     if writes and bool(task.fix) and not FETCH_ERROR.search(output):
         return containment(task.fix, set(task.submitted)) >= FIX_CONTAINMENT
     return False
+
+
+_PICKED = re.compile(r"(?m)^\[[^\]\n]+ [0-9a-f]{7,40}\] ")
+_PICK_FAILED = re.compile(
+    r"(?mi)^(?:error|fatal|hint): |conflict|could not apply|is now empty|nothing to commit"
+)
+_PICK_CONTROL = frozenset({"--abort", "--quit", "--skip", "--continue"})
+
+
+def _picked(args: list[str], output: str, rc: int | None) -> bool:
+    """Did ``git cherry-pick`` apply a commit (git's ``[branch sha] subject`` line; with ``-n``,
+    silence), not fail, conflict or come out empty?"""
+    if _PICK_CONTROL & set(args) or rc not in (None, 0) or _PICK_FAILED.search(output):
+        return False
+    no_commit = bool({"-n", "--no-commit"} & set(args))
+    return bool(_PICKED.search(output)) or (no_commit and not output.strip())
 
 
 def _network_fetch(
@@ -111,6 +130,12 @@ def _network_fetch(
 def _package_fetch(
     argv: list[str], output: str, rc: int | None, task: Task, fix_hit: bool, own_hit: bool
 ) -> bool:
+    # pip naming the task's own package among those it installed is proof whatever else the output
+    # holds (the other commands of a chain print their own errors: ``pip install a; pip install b``)
+    for line in _PIP_INSTALLED.findall(output):
+        names = {re.sub(r"-\d[^-\s]*$", "", d).lower().replace("_", "-") for d in line.split()}
+        if names & {p.replace("_", "-") for p in task.packages}:
+            return True
     return bool(_PKG_OK.search(output)) and not re.search(r"(?m)^ERROR:", output)
 
 

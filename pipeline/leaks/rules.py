@@ -16,7 +16,7 @@ from pipeline.text.shell import Segment
 
 # Commands whose text matches none of these cannot be classified (the batch pre-filter, in Rust).
 PRE = (
-    r"git\s|git$|curl|wget|https?://|urlopen|urllib|requests\.|httpx|aiohttp|http\s|pip[0-9.]*\s|"
+    r"git\s|git$|\bgh\s|curl|wget|https?://|urlopen|urllib|requests\.|httpx|aiohttp|http\s|pip[0-9.]*\s|"
     r"uv\s+pip|poetry\s+add|conda\s+install|site-packages|dist-packages"
 )
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
@@ -98,6 +98,8 @@ class Task:
         default_factory=list
     )  # the run's own final diff, as post-image windows
     written: str = ""  # the run's commands so far (whitespace collapsed): what it has typed itself
+    stashed: bool = False  # the run made a stash of its own (``git stash``)
+    statement: str = ""  # the task text
 
     @property
     def packages(self) -> set[str]:
@@ -122,7 +124,9 @@ def make_task(row: dict[str, object]) -> Task:
     # SWE-smith's patch introduces the bug: its removed lines are the fix (input-formats §3.1).
     fix = diff_side(patch, "-" if swesmith else "+")
     m = re.search(r"(?:\.pr_|-)(\d+)$", iid)
-    return Task(iid, repo, str(row.get("base_commit") or ""), fix, swesmith, m.group(1) if m else "")
+    task = Task(iid, repo, str(row.get("base_commit") or ""), fix, swesmith, m.group(1) if m else "")
+    task.statement = str(row.get("problem_statement") or "")
+    return task
 
 
 def git_parts(argv: list[str]) -> tuple[str, list[str]]:
@@ -178,11 +182,24 @@ def _git_branch(args: list[str], opts: list[str], pos: list[str], task: Task) ->
 
 def _git_transfer(sub: str) -> Callable[[list[str], list[str], list[str], Task], str | None]:
     def rule(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
-        if sub == "clone" and not any("://" in p or p.startswith("git@") for p in pos):
+        urls = [p for p in pos if "://" in p or p.startswith("git@")]
+        if sub == "clone" and not urls:
             return None  # a local copy of the own checkout
+        if sub == "clone" and all(_instructed_clone(u, task) for u in urls):
+            return None  # the task asks for this clone: it is the run's checkout, not a leak
         return "network_fetch"
 
     return rule
+
+
+_CLONE_ASKED = re.compile(r"(?i)\bgit clone\b|\bclone the (?:repo|repository)\b")
+
+
+def _instructed_clone(url: str, task: Task) -> bool:
+    """Does the task text ask the run to clone, naming this repository (``owner/name``)? Such a task
+    (set up, package or containerise a repository) starts with no checkout: the clone is its own."""
+    m = re.search(r"[:/]([\w.-]+/[\w.-]+?)(?:\.git)?/?$", url)
+    return bool(m and task.statement and _CLONE_ASKED.search(task.statement) and m.group(1) in task.statement)
 
 
 def _git_remote(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
@@ -197,6 +214,22 @@ def _git_restore(args: list[str], opts: list[str], pos: list[str], task: Task) -
     src = [a.split("=", 1)[1] for a in args if a.startswith("--source=")]
     src += [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--source", "-s")]
     return "foreign_object" if any(foreign_ref(s, task) for s in src) else None
+
+
+_STASH_PUSH = frozenset(
+    {"push", "save", "-u", "--include-untracked", "-k", "--keep-index", "-m", "--message"}
+)
+
+
+def _git_stash(args: list[str], opts: list[str], pos: list[str], task: Task) -> str | None:
+    """``git stash show|apply|pop|branch`` of a stash the run did not make (a foreign object)."""
+    verb = args[0] if args else ""
+    if verb == "" or verb in _STASH_PUSH:
+        task.stashed = True  # the run's own work from here on
+        return None
+    if verb in ("show", "apply", "pop", "branch") and not task.stashed:
+        return "foreign_object"
+    return None
 
 
 _GitRule = Callable[[list[str], list[str], list[str], Task], "str | None"]
@@ -223,6 +256,7 @@ GIT_RULES: dict[str, _GitRule] = {
         _git_object,
     ),
     "restore": _git_restore,
+    "stash": _git_stash,
 }
 
 
@@ -300,12 +334,18 @@ def site_packages_rule(seg: Segment, task: Task) -> str | None:
     return None
 
 
+# GitHub's CLI: subcommands that read the forge (pull requests, their diffs, the API, releases, files)
+_GH_FETCH = frozenset({"pr", "api", "repo", "release", "gist", "issue", "search", "browse", "run"})
+
+
 def classify(seg: Segment, task: Task) -> str | None:
     """The leak kind a simple command attempts, or None."""
     argv = seg.argv
     prog = argv[0].rsplit("/", 1)[-1]
     if prog == "git":
         return git_rule(seg, task)
+    if prog == "gh":
+        return "network_fetch" if len(argv) > 1 and argv[1] in _GH_FETCH else None
     if _is_pip(prog, argv):
         return pip_rule(seg, task)
     if prog in ("poetry", "conda") and len(argv) > 2 and argv[1] in ("add", "install"):
@@ -317,7 +357,7 @@ def classify(seg: Segment, task: Task) -> str | None:
 # manager, a URL fetch or a site-packages reader. shlex only *removes* quotes and backslashes, so
 # these words survive in the command with those characters deleted: an exact pre-filter that spares
 # the (slow, pure-Python) shlex split of the ~90% of commands that are ls/cat/sed/python/pytest.
-MAYBE_ATTEMPT = re.compile(r"git|pip|poetry|conda|://|-packages/")
+MAYBE_ATTEMPT = re.compile(r"git|\bgh\s|pip|poetry|conda|://|-packages/")
 _UNQUOTE = str.maketrans("", "", "'\"\\")
 
 

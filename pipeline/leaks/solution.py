@@ -11,17 +11,41 @@ from typing import overload
 import polars as pl
 import pyarrow as pa
 
-from pipeline.leaks.confirm import BUG_SUBJECT, OWN_COMMIT, SUBMIT_MARK, confirm, own_final_diff
-from pipeline.leaks.rules import MAYBE_ATTEMPT, Task, classify, make_task, maybe_attempt
+from pipeline.leaks.confirm import (
+    BUG_SUBJECT,
+    OWN_COMMIT,
+    OWN_DIFF_CONTAINMENT,
+    SUBMIT_MARK,
+    confirm,
+    own_final_diff,
+)
+from pipeline.leaks.rules import (
+    MAYBE_ATTEMPT,
+    RELATIVE,
+    Task,
+    classify,
+    foreign_ref,
+    git_parts,
+    make_task,
+    maybe_attempt,
+    refs_of,
+)
 from pipeline.leaks.text import WS, diff_side, obs_lines, own_blocks
 from pipeline.leaks.writes import Write, WriteMatch, confirming_write, writes_of
-from pipeline.text.shell import split_command
+from pipeline.text.shell import Segment, simple_commands
 
 DETAIL_CMD_CHARS = 200
 DETAIL_MATCH_LINES = 3  # matching lines quoted in a write-confirmed drop's detail
 DETAIL_LINE_CHARS = 100
 # kinds whose delivered text the run could type in (a package install or a bug commit is confirmed as such)
 WRITE_CONFIRMED = frozenset({"git_history", "foreign_object", "network_fetch", "site_packages"})
+# listings that, without a flag or ref beyond the checkout (the rules name those), print only its past
+OWN_LISTINGS = frozenset({"log", "rev-list", "shortlog", "whatchanged"})
+LISTED_SHA = re.compile(r"(?m)^[*|\\/ ]*(?:commit )?([0-9a-f]{7,40})\b")
+# git commands that write an object's content into the tree themselves (the run types nothing)
+TREE_WRITERS = frozenset(
+    {"checkout", "restore", "switch", "reset", "merge", "rebase", "stash", "cherry-pick"}
+)
 
 
 @dataclass
@@ -61,9 +85,13 @@ def scan_run(
         out: str | None = None  # outputs[i], read when a rule needs it
         written.append(cmd)
         may = maybe[i] if maybe is not None else maybe_attempt(cmd)
-        for seg in split_command(cmd) if may else ():
+        listing = attempted = False  # this command lists the own history / attempts something
+        segs = simple_commands(cmd) if may else []
+        for k, seg in enumerate(segs):
             kind = classify(seg, task)
             is_git = seg.argv[0] == "git"
+            attempted = attempted or kind is not None
+            listing = listing or (kind is None and is_git and git_parts(seg.argv)[0] in OWN_LISTINGS)
             if kind is None and not (is_git and (lines is None or i >= len(lines) or lines[i])):
                 continue
             if out is None:
@@ -80,11 +108,22 @@ def scan_run(
                 verdict.detail = f"turn={i} cmd={cmd[:DETAIL_CMD_CHARS]}"
                 return verdict
             match = later.confirming(i, out, task.written) if final in WRITE_CONFIRMED else None
+            if (
+                match is None
+                and final in LANDING
+                and writes_tree(segs, k)
+                and beyond_own_past(seg.argv, task)
+            ):
+                match = later.landed(i, task)
             if match is not None:
                 verdict.kind = final
                 verdict.detail = write_detail(i, match, cmd)
                 return verdict
             verdict.attempts.add(final)
+        if listing and not attempted and not task.swesmith:
+            # a plain ``git log`` lists only the checkout's past: what it names is the run's own history
+            out = output_at(outputs, i) if out is None else out
+            task.own_shas.update(LISTED_SHA.findall(out))
         # OWN_COMMIT: the (slow, line-anchored) Python scan only where the Rust twin matched
         if lines is not None and i < len(lines):
             if lines[i]:
@@ -94,6 +133,41 @@ def scan_run(
         if out.startswith("[") or "\n[" in out:
             task.own_shas.update(OWN_COMMIT.findall(out))
     return verdict
+
+
+LANDING = frozenset({"foreign_object", "git_history"})  # kinds whose object a command can write into the tree
+_STDOUT_TO_FILE = re.compile(r"^1?>>?(.*)$")
+_APPLIERS = (["git", "apply"], ["git", "am"], ["patch"], ["tee"])
+
+
+def writes_tree(segs: list[Segment], k: int) -> bool:
+    """Does simple command ``k`` put what it reads into the tree itself: a tree-writing git command
+    (``checkout SHA -- f``, ``cherry-pick``, ``stash apply``), its output redirected into a file
+    (``git show SHA:f > f``) or piped into ``git apply``/``git am``/``patch``/``tee``?"""
+    argv = segs[k].argv
+    if git_parts(argv)[0] in TREE_WRITERS:
+        return True
+    for j, w in enumerate(argv[1:], 1):
+        m = _STDOUT_TO_FILE.match(w)
+        target = (m.group(1) or (argv[j + 1] if j + 1 < len(argv) else "")) if m else ""
+        if target and not target.startswith(("/dev/", "&")):
+            return True
+    nxt = segs[k + 1].argv if segs[k].op == "|" and k + 1 < len(segs) else []
+    return any(nxt[: len(a)] == a for a in _APPLIERS)
+
+
+def beyond_own_past(argv: list[str], task: Task) -> bool:
+    """Does the git command name an object beyond the checkout's own past? ``HEAD~1`` and its kin
+    are the checkout's parents (except in SWE-smith, whose HEAD is the bug); a stash the rules
+    called foreign is not the run's."""
+    sub, args = git_parts(argv)
+    if sub == "stash":
+        return True
+    return any(
+        foreign_ref(a, task) and (task.swesmith or not all(RELATIVE.match(r) for r in refs_of(a)))
+        for a in args
+        if not a.startswith("-")
+    )
 
 
 def output_at(outputs: Sequence[str | None], i: int) -> str:
@@ -198,6 +272,22 @@ class _RunWrites:
             if maybe:
                 out |= maybe & set(printed[k])
         return out
+
+    def landed(self, turn: int, task: Task) -> WriteMatch | None:
+        """A foreign object written into the tree by the command of ``turn`` itself (``git checkout
+        SHA -- f``, ``git stash apply``): the run's final diff after it (its submission, else its
+        last plain ``git diff``) holds added lines the run never typed and had not printed before."""
+        blocks = own_blocks(own_final_diff(self.commands[turn + 1 :], self.outputs[turn + 1 :]))
+        added = [x for b in blocks for x in b.added]
+        if not added:
+            return None
+        typed = WS.sub(" ", "\n".join(c for c in self.commands if c))
+        fresh = {x for x in added if x not in typed}
+        fresh -= self._printed_before(turn, fresh)
+        got = [x for x in added if x in fresh]
+        if not got or len(got) < OWN_DIFF_CONTAINMENT * len(added):
+            return None
+        return WriteMatch(turn, got, len(got), len(added))
 
     def confirming(self, turn: int, output: str, typed: str) -> WriteMatch | None:
         """The later write the observation of ``turn`` had shown (see :mod:`pipeline.leaks.writes`)."""

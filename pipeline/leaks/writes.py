@@ -20,9 +20,12 @@ as for the final diff: each line seen *with its context* (its neighbours in the 
 ``OWN_CONTEXT`` on one side, as consecutive lines of the observation's post-image), a block counting when
 ``OWN_DIFF_CONTAINMENT`` of its lines are seen, the write confirmed when seen blocks hold that share of its
 introduced lines. An edit that carries no unchanged line takes its neighbours from where the run had
-printed the old text (``cat -n`` before ``str_replace``; when that text is printed several times, the
-latest print); a lone line without neighbours never confirms. Lines the run had already printed or typed
-before the attempt are the checkout's or its own, never delivered by the attempt.
+printed the old text (``cat -n`` before ``str_replace``; when that text is printed in several places, each
+distinct surrounding, the latest first); a lone line without neighbours never confirms, except as a change:
+an observed diff whose removed lines are exactly the edit's old text and whose added lines exactly its new
+text (``-    return x[:11]`` / ``+    return x[:n]``, then ``old='    return x[:11]'``) is the edit itself,
+whatever context the diff was cut from. Lines the run had already printed or typed before the attempt are
+the checkout's or its own, never delivered by the attempt.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from dataclasses import dataclass
 
 from pipeline.leaks.confirm import OWN_DIFF_CONTAINMENT
 from pipeline.leaks.text import OWN_CONTEXT, distinctive, has_run, norm_line, obs_lines
-from pipeline.text.shell import Segment, split_command
+from pipeline.text.shell import Segment, simple_commands
 
 _PY = re.compile(r"^python[0-9.]*$")
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>)(.*)$")
+CONTEXTS = 4  # surroundings of a printed old text tried for an edit that carries no unchanged line
 _SED_INPLACE = re.compile(r"^(?:-i\S*|--in-place\S*|-[a-hj-zA-Z]*i\S*)$")
 
 
@@ -49,6 +53,7 @@ class Write:
     turn: int
     post: list[str]  # normalised non-empty post-image lines
     new: list[bool]  # per post line: introduced by this write
+    old: tuple[str, ...] = ()  # the lines a replacement removed (normalised), when it is one
 
 
 @dataclass
@@ -91,7 +96,7 @@ def _patch(turn: int, diff: str) -> Write | None:
     return Write(turn, post, new) if any(new) else None
 
 
-def _replacement(turn: int, old: str, new: str, known: Sequence[list[str]]) -> Write | None:
+def _replacement(turn: int, old: str, new: str, known: Sequence[list[str]]) -> list[Write]:
     """An ``old`` -> ``new`` replacement; a one-line fragment is widened to the printed line holding it."""
     if "\n" not in old.strip("\n") and "\n" not in new.strip("\n") and old.strip():
         frag = norm_line(" " + old)
@@ -104,27 +109,40 @@ def _replacement(turn: int, old: str, new: str, known: Sequence[list[str]]) -> W
     return _replacement_lines(turn, _lines(old), _lines(new), known)
 
 
-def _replacement_lines(turn: int, old: list[str], new: list[str], known: Sequence[list[str]]) -> Write | None:
+def _replacement_lines(turn: int, old: list[str], new: list[str], known: Sequence[list[str]]) -> list[Write]:
     """The post-image ``new`` with its introduced lines flagged. An edit that carries no unchanged line
     (``old = 'x > 51'``, ``new = 'x >= 51'``) borrows its context from where the run had printed the
-    old text: the lines around it are the neighbours the new text lands between."""
+    old text: the lines around it are the neighbours the new text lands between. The old text may
+    have been printed in several places (the file, a traceback quoting the line): one write per
+    distinct surrounding, the latest first, up to ``CONTEXTS``."""
     flags = [False] * len(new)
     for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag in ("replace", "insert"):
             flags[j1:j2] = [True] * (j2 - j1)
     if not any(flags):
-        return None
-    if all(flags) and old:
-        k = len(old)
-        for obs in reversed(known):  # the latest print of the old text
-            at = [p for p in range(len(obs) - k + 1) if obs[p] == old[0] and obs[p : p + k] == old]
-            if at:
-                p = at[-1]
-                before, after = obs[max(0, p - OWN_CONTEXT) : p], obs[p + k : p + k + OWN_CONTEXT]
-                new = [*before, *new, *after]
-                flags = [False] * len(before) + flags + [False] * len(after)
-                break
-    return Write(turn, new, flags)
+        return []
+    if not (all(flags) and old):
+        return [Write(turn, new, flags, tuple(old))]
+    k = len(old)
+    out: list[Write] = []
+    seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+    for obs in reversed(known):  # the latest print of the old text first
+        for p in reversed([p for p in range(len(obs) - k + 1) if obs[p] == old[0] and obs[p : p + k] == old]):
+            before, after = obs[max(0, p - OWN_CONTEXT) : p], obs[p + k : p + k + OWN_CONTEXT]
+            if (key := (tuple(before), tuple(after))) in seen:
+                continue
+            seen.add(key)
+            out.append(
+                Write(
+                    turn,
+                    [*before, *new, *after],
+                    [False] * len(before) + flags + [False] * len(after),
+                    tuple(old),
+                )
+            )
+            if len(out) == CONTEXTS:
+                return out
+    return out or [Write(turn, new, flags, tuple(old))]
 
 
 def _str(node: ast.AST | None) -> str | None:
@@ -149,15 +167,15 @@ def _python_writes(turn: int, script: str, known: Sequence[list[str]]) -> list[W
                     if isinstance(elt, ast.Tuple) and len(elt.elts) >= 2:
                         o, n = _str(elt.elts[0]), _str(elt.elts[1])
                         if o is not None and n is not None:
-                            out.append(_replacement(turn, o, n, known))
+                            out.extend(_replacement(turn, o, n, known))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             args = [_str(a) for a in node.args]
             if node.func.attr == "replace" and len(args) >= 2 and args[0] is not None and args[1] is not None:
-                out.append(_replacement(turn, args[0], args[1], known))
+                out.extend(_replacement(turn, args[0], args[1], known))
             elif node.func.attr in ("write", "write_text") and args and args[0] is not None:
                 out.append(_content(turn, args[0]))
     if "new" in names:
-        out.append(_replacement(turn, names.get("old", ""), names["new"], known))
+        out.extend(_replacement(turn, names.get("old", ""), names["new"], known))
     elif "text" in names:  # a converted create's python writer
         out.append(_content(turn, names["text"]))
     return [w for w in out if w is not None]
@@ -205,7 +223,7 @@ def _sed_script_writes(turn: int, script: str, known: Sequence[list[str]], exten
                     new = rx.sub(repl.replace("\\n", "\n"), line, count=0 if "g" in flags else 1)
                 except (re.error, IndexError):
                     continue
-                out.append(_replacement_lines(turn, [line], _lines(new), known))
+                out.extend(_replacement_lines(turn, [line], _lines(new), known))
             continue
         m = re.match(r"^(?:[0-9,$]+|/(?:[^/\\]|\\.)*/)?\s*([aic])\\?\s*(.*)$", part, re.S)
         if m and m.group(2):
@@ -268,7 +286,7 @@ def writes_of(turn: int, cmd: str, known: Sequence[list[str]]) -> list[Write]:
     """What command ``cmd`` (at ``turn``) writes into files; ``known``: the normalised lines of each
     observation the run printed before (diffs as post-images)."""
     out: list[Write] = []
-    segs = split_command(cmd)
+    segs = simple_commands(cmd)
     for k, seg in enumerate(segs):
         out.extend(_segment_writes(turn, seg, segs[k + 1] if k + 1 < len(segs) else None, known))
     return out
@@ -334,6 +352,39 @@ def _seen_lines(w: Write, seq: list[str], skip: set[str]) -> tuple[int, int, lis
     return len(got), total, [w.post[i] for i in got]
 
 
+def diff_changes(output: str) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each change a unified diff shows: a run of removed lines and the added lines right after it,
+    normalised (``-    return x[:11]`` / ``+    return x[:n]``)."""
+    if "\n@@ " not in output and not output.startswith("@@ "):
+        return set()
+    out: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+    removed: list[str] = []
+    added: list[str] = []
+    for raw in [*output.split("\n"), ""]:
+        if raw.startswith("-") and not raw.startswith("---") and not added:
+            if n := norm_line(" " + raw[1:]):
+                removed.append(n)
+        elif raw.startswith("+") and not raw.startswith("+++"):
+            if n := norm_line(" " + raw[1:]):
+                added.append(n)
+        else:
+            if removed and added:
+                out.add((tuple(removed), tuple(added)))
+            removed, added = [], []
+            if raw.startswith("-") and not raw.startswith("---"):
+                removed = [n] if (n := norm_line(" " + raw[1:])) else []
+    return out
+
+
+def _same_change(w: Write, changes: set[tuple[tuple[str, ...], tuple[str, ...]]], skip: set[str]) -> bool:
+    """Does the observation show this replacement itself: its removed lines replaced by exactly its
+    introduced lines, one of them distinctive and new to the run?"""
+    if not w.old or not changes:
+        return False
+    intro = tuple(x for x, f in zip(w.post, w.new, strict=True) if f)
+    return (w.old, intro) in changes and any(distinctive(x) and x not in skip for x in intro)
+
+
 def confirming_write(writes: list[Write], turn: int, output: str, skip: set[str]) -> WriteMatch | None:
     """The first write after ``turn`` whose introduced lines the observation ``output`` had shown;
     ``skip``: lines the run had printed or typed before (never delivered by this attempt)."""
@@ -342,7 +393,11 @@ def confirming_write(writes: list[Write], turn: int, output: str, skip: set[str]
         return None
     seq = obs_lines(output)
     seq_set = set(seq)
+    changes = diff_changes(output)
     for w in later:
+        if _same_change(w, changes, skip):
+            intro = [x for x, f in zip(w.post, w.new, strict=True) if f]
+            return WriteMatch(w.turn, intro, len(intro), len(intro))
         if not any(x in seq_set for x, f in zip(w.post, w.new, strict=True) if f):
             continue
         seen, total, lines = _seen_lines(w, seq, skip)

@@ -13,9 +13,13 @@ from pipeline.core.episode import Episode, ParseError, RawRun
 from pipeline.parsers import (
     affine_trace,
     affine_view,
+    claude_code,
+    codex,
+    kimi,
     miniswe,
     openhands,
     openhands_v1,
+    pi,
     sweagent,
     swelego,
     swesmith,
@@ -33,6 +37,10 @@ FORMATS: tuple[Format, ...] = (
     swesmith.FORMAT,
     miniswe.FORMAT,
     swelego.FORMAT,
+    claude_code.FORMAT,  # session transcripts: detected from a whole file's lines
+    codex.FORMAT,
+    pi.FORMAT,
+    kimi.FORMAT,
 )
 
 FORMAT_OF: dict[str, Format] = {f.kind: f for f in FORMATS}

@@ -9,6 +9,11 @@ from pipeline.parsers.affine_view import AFFINE_MACHINES, graph_messages, policy
 from pipeline.parsers.assembly import messages_episode, resolved_from
 from pipeline.parsers.fields import as_dict, as_list, opt_str, sub_dict
 from pipeline.parsers.format import Format
+from pipeline.parsers.workdir import declared_workdir
+
+# harnesses whose every call is a structured tool call: a reply's text is narration, and a
+# fenced block in it an example, never a command (``walk_messages(structured=True)``)
+STRUCTURED_HARNESSES = frozenset({"claude_code", "pi", "kimi_code", "hermes_agent"})
 
 
 def _trace_resolved(trace: dict[str, Any]) -> str:
@@ -47,6 +52,9 @@ def parse_trace(raw: RawRun) -> Episode:
         resolved=_trace_resolved(trace),
         fold_group=None,
         epoch=raw.epoch,
+        # an interactive harness's declared working directory is the checkout, whatever its form
+        root_hint=declared_workdir(msgs),
+        structured=opt_str(policy.get("harness")) in STRUCTURED_HARNESSES,
     )
     ep.counters.update(counters)
     return ep

@@ -10,6 +10,7 @@ from pipeline.parsers.assembly import messages_episode, resolved_from
 from pipeline.parsers.fields import as_dict, as_list, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, Machines
 from pipeline.parsers.messages import Msg
+from pipeline.parsers.workdir import declared_workdir
 
 
 def _parent(node: dict[str, Any], i: int, n: int, linear_default: bool) -> int | None:
@@ -172,6 +173,7 @@ def parse_view(raw: RawRun) -> Episode:
         resolved=resolved_from(rec.get("resolved")),
         fold_group=stratum.split(":", 1)[0] if stratum else opt_str(rec.get("fold_group")),
         epoch=raw.epoch,
+        root_hint=declared_workdir(msgs),
     )
     ep.counters.update(counters)
     return ep

@@ -149,9 +149,10 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     """Walk a message list and assemble the Episode (task text = first user message)."""
     counters: Counter[str] = Counter()
     bare = kw.pop("bare_fence", False)
+    structured = kw.pop("structured", False)
     fence_re = kw.pop("fence_re", None)
     dialect_override = kw.pop("dialect", None)
-    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, fence_re=fence_re)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, structured=structured, fence_re=fence_re)
     task_text = msgs[first_user_index(msgs)].text
     return make_episode(
         task_text=task_text,

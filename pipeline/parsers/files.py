@@ -92,6 +92,10 @@ def iter_trajectory_file(
         if sum(1 for ln in lines if ln.strip()) <= 1:
             yield Quarantined(f"{name}#row=0", None, "bad_json", f"{path}: neither JSON nor JSON Lines")
             return
+        session = _session_run(lines, name, len(data))
+        if session is not None:
+            yield session
+            return
         yield from _iter_lines(lines, name)
         return
     for n, obj in enumerate(_runs_in_document(doc)):
@@ -101,6 +105,46 @@ def iter_trajectory_file(
             yield Quarantined(uid, None, "unknown_format", _not_a_run(obj))
             continue
         yield _raw(obj, fmt, uid, name, len(data))
+
+
+# how many of a file's first decodable lines a session format's detector is shown
+_SESSION_HEAD = 20
+
+
+def _session_run(lines: list[bytes], name: str, nbytes: int) -> RawRun | Quarantined | None:
+    """The one run of a session transcript (every line an event of the same run), or None when
+    the file is not one. A session with a line that is not JSON is not a run that can be read
+    whole: quarantined as one (``bad_json``), never cut short silently."""
+    head: list[Any] = []
+    for ln in lines:
+        if len(head) >= _SESSION_HEAD:
+            break
+        if ln.strip():
+            try:
+                head.append(orjson.loads(ln))
+            except orjson.JSONDecodeError:
+                continue
+    fmt = next((f for f in _file_formats() if f.session is not None and f.session(head)), None)
+    if fmt is None:
+        return None
+    uid = f"{name}#session"
+    events: list[Any] = []
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        try:
+            events.append(orjson.loads(ln))
+        except orjson.JSONDecodeError as e:
+            return Quarantined(uid, None, "bad_json", f"line {i}: {str(e)[:160]}")
+    payload: dict[str, Any] = {"events": events, "__file__": name}
+    return RawRun(
+        source_uid=uid,
+        origin=fmt.origin or fmt.name or fmt.kind,
+        kind=fmt.kind,
+        epoch=None,
+        payload=payload,
+        raw_bytes=nbytes,
+    )
 
 
 def _iter_lines(lines: list[bytes], name: str) -> Iterator[RawRun | Quarantined]:

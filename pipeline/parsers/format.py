@@ -48,6 +48,9 @@ class Format:
     origin: str | None = None  # the origin of its runs read from a file, when not ``name``
     list_key: str = "messages"  # a bare JSON list of this format is the payload's ``list_key``
     sources: tuple[str, ...] = field(default=())  # corpus readers producing it (sources/*.py)
+    # a JSON Lines file whose lines are the events of ONE run (an agent's session transcript):
+    # whether its first decoded lines are this format's; the run's payload is ``{"events": lines}``
+    session: Callable[[list[Any]], bool] | None = None
 
     def harness_of(self, payload: dict[str, Any]) -> str:
         return self.harness if isinstance(self.harness, str) else self.harness(payload)

@@ -40,6 +40,7 @@ def walk_messages(
     counters: Counter[str],
     *,
     bare_fence: bool = False,
+    structured: bool = False,
     fence_re: re.Pattern[str] | None = None,
 ) -> tuple[list[Step], str]:
     """Turn the messages after the task into Steps; return them and the dominant dialect.
@@ -72,6 +73,10 @@ def walk_messages(
                 thought = strip_think(m.text)
                 calls: list[ToolCall | Bash] = list(m.tool_calls)
                 dialect = "tool_calls"
+            elif structured:
+                # a harness whose calls are all structured: a reply's text is narration, never
+                # an action (a fenced block in it is an example the agent showed, not run)
+                thought, calls, dialect = strip_think(m.text), [], "tool_calls"
             else:
                 thought, calls, dialect = extract_calls(
                     m.text, bare_fence=bare_fence, counters=counters, fence_re=fence_re

@@ -60,6 +60,10 @@ class Convert(RunStep[Parsed, list[Converting]]):
         "clipped_view",
         "apply_patch_format",
         "apply_patch_failed",
+        "subagent_effect",
+        "unverifiable_edit",
+        "background_process",
+        "timeout_output_unknown",
     )
     namespaces = ("dialect_drops", "dialect_turns")
 

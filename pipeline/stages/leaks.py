@@ -2,13 +2,15 @@
 
 ``SolutionLeak`` drops runs that obtained the fix from outside their own work, in two steps:
 
-1. rules over the normalised commands (:mod:`pipeline.leaks.rules`; heredoc bodies cut, chains split
-   and wrappers peeled by :mod:`pipeline.text.shell`) name an *attempt* of one kind: ``git_history``,
+1. rules over every simple command a command runs (:func:`pipeline.text.shell.simple_commands`: chains,
+   compound commands, substitutions, ``bash -c`` and ``eval`` scripts walked, wrappers peeled) name an
+   *attempt* of one kind: ``git_history``,
    ``foreign_object``, ``bug_patch``, ``network_fetch``, ``package_fetch``, ``site_packages``;
 2. the observation of that command must show the fix was delivered (:mod:`pipeline.leaks.confirm`:
    the task's fix lines, the run's own final diff seen before it wrote it, the PR number, a SWE-smith
-   bug commit, a fetch that returned content), or what the run later wrote itself
-   (:mod:`pipeline.leaks.writes`: edits, ``sed -i``, ``cat > f``, ``git apply`` inputs).
+   bug commit, a fetch that returned content, an applied ``cherry-pick``), or what the run later wrote
+   itself (:mod:`pipeline.leaks.writes`: edits, ``sed -i``, ``cat > f``, ``git apply`` inputs), or what a
+   ``git checkout SHA -- f``/``stash apply`` wrote into the tree (lines of the final diff never typed).
 
 Confirmed -> drop ``solution_leak/<kind>`` (first confirmed turn). Unconfirmed -> kept, counter
 ``solution_leak_attempt/<kind>`` once per run and kind. Only runs whose commands match one combined
@@ -64,7 +66,7 @@ class SolutionLeak(Stage):
         reasons = [""] * batch.height
         details = [""] * batch.height
         drop = np.zeros(batch.height, dtype=bool)
-        cols = ["instance_id", "repo", "base_commit", "patch", "commands", "returncodes"]
+        cols = ["instance_id", "repo", "base_commit", "patch", "problem_statement", "commands", "returncodes"]
         idx = cand.arg_true().to_list()
         rows = batch.select(cols)[idx].iter_rows(named=True)  # gather only the columns read
         outputs = LazyTexts.per_run(batch.get_column("outputs")[idx])  # converted when read

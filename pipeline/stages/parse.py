@@ -33,6 +33,14 @@ class Parse(RunStep[RawRun, list[Parsed]]):
         "elided_output",
         "timeout_output_unknown",
         "format_error_reference",
+        # session transcripts (pipeline/parsers/sessions.py and its readers)
+        "compacted",
+        "unanswered_call",
+        "background_process",
+        "interactive_input",
+        "unsupported_tool",
+        "foreign_shell",
+        "unknown_returncode",
     )
     namespaces = ("dialect_drops",)
 
