@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.convert import claude_search, codex_patch, edits, kimi_tools
+from pipeline.convert.filemap import convert_filemap, is_filemap
 from pipeline.convert.render import SUBMIT_COMMAND
 from pipeline.convert.session_tools import no_effect_text, refuse_unreplayable
 from pipeline.convert.sweagent_window import (
@@ -515,7 +516,10 @@ _EXISTS = re.compile(r"File already exists at: [^\n]*\. Cannot overwrite files u
 
 
 def _create_action(path: str, content: str, obs: str, rc: int | None, turn: int) -> Action:
-    if _failed(obs, rc) and _EXISTS.search(obs):
+    # the refusal is the editor's whole output, whether or not the harness recorded a status
+    # (SWE-agent records none; its words are not among the failure hints)
+    refused = _EXISTS.match(obs.lstrip()) is not None and rc in (None, 1)
+    if (refused or _failed(obs, rc)) and _EXISTS.search(obs):
         ok = f"File created successfully at: {path}"
         return Action("run", edits.create_unless_exists_command(path, content, obs, ok), obs, 1)
     if _failed(obs, rc):
@@ -813,9 +817,6 @@ def split_system_status(obs: str) -> tuple[str, int | None]:
     return rest, 0 if status.startswith("Command executed successfully") else None
 
 
-_ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
-
-
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
@@ -916,10 +917,11 @@ def convert_call(
             # (openhands-aci's traceback) and changed nothing
             state.counters["convert/refused_call_removed"] += 1
             return Action("remove", text="convert/refused_call_removed")
-        if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
-            # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
-            # shell command prints that, and ``cat -n`` would claim the whole file
-            raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
+        if args.get("command") == "view" and is_filemap(obs):
+            # SWE-agent's editor shows a large file with function bodies elided (its filemap):
+            # an awk built from the elided ranges the view shows prints it
+            shown = convert_filemap(_s(args, "path", default="") or "", obs, turn)
+            return Action("run", shown.command, shown.output, 0)
         return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
     if name in _NEEDS and (name not in REPLACE_TOOLS or any(k in args for k in _OLD)):
         _require(name, args, _NEEDS[name], turn)
