@@ -583,11 +583,12 @@ def test_real_0x_timeout_is_marked() -> None:
     assert (ep.steps[0].timed_out, ep.steps[0].observation) == (True, "")
 
 
-def test_real_abbreviated_editor_view_is_a_counted_drop() -> None:
+def test_real_abbreviated_editor_view_is_not_cat_n() -> None:
     """SWE-smith's pandas run views pandas/io/sql.py whole; SWE-agent's editor printed an
-    abbreviated file (function bodies elided, then clipped). No shell command prints that, and
-    ``cat -n`` would claim the whole file: the run is dropped (its review-on-submit is handled)."""
-    assert drop_of(REAL / "sweagent-swesmith-pandas-pr_53856.traj") == ("convert", "unverifiable_view")
+    abbreviated file (function bodies elided, then clipped). ``cat -n`` would claim the whole
+    file: the view is the awk that prints the abbreviation (tests/test_filemap.py proves it)."""
+    conv = convert_file(REAL / "sweagent-swesmith-pandas-pr_53856.traj")
+    assert not conv.commands[1].startswith("cat -n") and conv.commands[1].startswith("awk ")
 
 
 # ------------------------------------------------------------------ class 4: SWE-agent 0.x cursor editor
@@ -659,3 +660,44 @@ def test_ls_one_name_a_line_is_left_alone() -> None:
     run["history"][3]["content"] = "a.py\nsrc/"
     ep = parse_raw(RawRun("uid", "community", "sweagent", None, run, 0))
     assert ep.steps[0].call.args["command"] == "ls -F" and ep.steps[0].observation == "a.py\nsrc/\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "after"),
+    [
+        ("edit 2:2\nend_of_edit", "a\nc\n"),  # no line: line 2 deleted (the window then shows 2 lines)
+        ("edit 2:2\n\nend_of_edit", "a\n\nc\n"),  # one empty line
+        ("edit 2:2\nB\n\nend_of_edit", "a\nB\n\nc\n"),  # a trailing empty line is a line
+    ],
+)
+def test_a_text_edit_writes_exactly_its_heredoc_lines(action: str, after: str, tmp_path: Path) -> None:
+    """SWE-agent's edit reads its replacement line by line from a heredoc: the converted command
+    leaves the file with exactly those lines in the range (replayed with bash)."""
+    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.parsers.sweagent import text_action
+
+    (tmp_path / "a.py").write_text("a\nb\nc\n")
+    n = after.count("\n")
+    shown = "".join(f"{i}:{line}\n" for i, line in enumerate(after.split("\n")[:-1], 1))
+    obs = f"[File: /testbed/a.py ({n} lines total)]\n{shown}File updated. Please review the changes."
+    call = text_action(action)
+    assert isinstance(call, ToolCall)
+    act = convert_call(call.name, dict(call.args), obs, None, 0, ToolState())
+    code, out = sh(act.command, tmp_path)
+    assert (code, (tmp_path / "a.py").read_text()) == (0, after)
+    assert out == act.output
+
+
+def test_a_create_the_editor_refused_writes_nothing_though_no_status_was_recorded(tmp_path: Path) -> None:
+    """SWE-agent's ``str_replace_editor create`` on an existing path prints its refusal and writes
+    nothing; SWE-agent records no exit status, so the refusal's words alone say it failed: the
+    command refuses the same way (exit 1, the file untouched), it does not overwrite the file."""
+    from pipeline.convert.tools import ToolState, convert_call
+
+    refusal = "File already exists at: /testbed/r.py. Cannot overwrite files using command `create`."
+    (tmp_path / "r.py").write_text("old\n")
+    args = {"command": "create", "path": "/testbed/r.py", "file_text": "new\n"}
+    act = convert_call("str_replace_editor", args, refusal, None, 0, ToolState())
+    assert act.returncode == 1
+    code, out = sh(act.command, tmp_path)
+    assert (code, out, (tmp_path / "r.py").read_text()) == (1, refusal, "old\n")

@@ -128,7 +128,7 @@ def test_sweagent_0x_text_actions(samples: Path) -> None:
     assert isinstance(s1.call, ToolCall) and s1.call.name == "edit" and s1.call.args["args"] == "1:1"
     body = s1.call.args["body"]
     assert body.startswith("import numpy as np\nfrom pydicom.dataset import Dataset, FileMetaDataset\n")
-    assert "end_of_edit" not in body and not body.endswith("\n")
+    assert "end_of_edit" not in body and body.endswith("result)\n")  # its lines, each with its newline
     assert s1.observation.startswith(
         "[File: /pydicom__pydicom/reproduce_bug.py (18 lines total)]\n1:import numpy as np"
     )
@@ -154,7 +154,7 @@ def test_sweagent_windowed_text_actions_in_command_tags(samples: Path) -> None:
             "body": (
                 "from marshmallow.fields import TimeDelta\nfrom datetime import timedelta\n\n"
                 'td_field = TimeDelta(precision="milliseconds")\n\nobj = dict()\n'
-                'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))'
+                'obj["td_field"] = timedelta(milliseconds=345)\n\nprint(td_field.serialize("td_field", obj))\n'
             ),
         },
     )
@@ -328,3 +328,57 @@ def test_pty_newlines_are_restored_only_where_every_line_feed_follows_a_cr() -> 
         "progress\rdone\n",
     ]
     assert ep.counters["parse/pty_newlines_restored"] == 3
+
+
+def test_sweagent_action_with_two_edit_blocks_is_its_first_edit() -> None:
+    """SWE-agent ran only the first ``edit`` block of an action that holds two (its report after
+    ``edit 1:1`` then ``edit 66:66`` counts the file's 66 lines: the second block, 7 lines for
+    one, was not applied), so the call is the first block; the second is no text of the file."""
+    from pipeline.parsers.sweagent import text_action
+
+    action = (
+        "edit 1:1\nfrom django.core.management import call_command\nend_of_edit\n\n"
+        "edit 66:66\nif __name__ == '__main__':\n    test_reproduce()\nend_of_edit\n"
+    )
+    assert text_action(action) == ToolCall(
+        "edit", {"args": "1:1", "body": "from django.core.management import call_command\n"}
+    )
+    assert text_action("edit 3:3\n    x = 1\nend_of_edit  ") == ToolCall(
+        "edit", {"args": "3:3", "body": "    x = 1\n"}
+    )
+    assert text_action("edit 3:3\nend_of_edit") == ToolCall("edit", {"args": "3:3", "body": ""})
+
+
+def test_sweagent_edit_body_is_its_lines_as_the_heredoc_feeds_them() -> None:
+    """An edit's replacement is the lines SWE-agent's edit reads from its heredoc, each with its
+    newline: no line at all (the range is deleted) is not one empty line."""
+    from pipeline.parsers.sweagent import text_action
+
+    assert text_action("edit 3:3\nend_of_edit").args["body"] == ""  # deletes line 3
+    assert text_action("edit 3:3\n\nend_of_edit").args["body"] == "\n"  # one empty line
+    assert text_action("edit 3:3\na\n\nend_of_edit").args["body"] == "a\n\n"  # "a", then an empty line
+
+
+def test_a_runs_own_action_regex_reads_its_commands() -> None:
+    """A mini-swe-agent fork whose config's ``agent.action_regex`` accepts an indented closing
+    fence ran its indented final submit (the next message is the diff): read with the run's own
+    regex, the run ends with that submit; a regex that is not one group around a fence is ignored."""
+    from pipeline.parsers.dialects import action_regex, extract_calls
+
+    own = action_regex("\\s*```bash\\s*\\n(.*?)\\n\\s*```")
+    reply = "Submit.\n    ```bash\n    echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A\n    ```"
+    assert extract_calls(reply)[1] == []  # mini's default: no action
+    assert extract_calls(reply, fence_re=own)[1] == [
+        Bash("    echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A")
+    ]
+    assert (
+        action_regex("```bash(.*)(x)```") is None
+        and action_regex("(unclosed") is None
+        and action_regex(3) is None
+    )
+    ep = episode(REAL, "mini-v1-cam-indented-fence-django-12209.traj.json")
+    assert (
+        isinstance(ep.steps[-1].call, Bash)
+        and "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in ep.steps[-1].call.command
+    )
+    assert ep.steps[-1].observation.startswith("diff --git a/django/db/models/base.py")

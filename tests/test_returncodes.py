@@ -389,6 +389,48 @@ def test_known_script_rules_on_their_shapes() -> None:
     )  # print_exc: exit 0
 
 
+def _tb(line: int) -> str:
+    return f'Traceback (most recent call last):\n  File "repro.py", line {line}, in <module>\nValueError: x\n'
+
+
+def test_an_uncaught_module_level_exception_exits_1_even_in_a_script_that_prints_tracebacks() -> None:
+    """The frame's line is a module-level statement with no ``try``/``with`` around it: nothing
+    could catch what it raised, so python printed the traceback and exits 1. The same traceback
+    from a line inside a ``try`` may be the script's own ``print_exc`` (exit 0): unknown."""
+    script = (
+        "cat <<'EOF' > repro.py\nimport traceback\nsetup_things()\n"
+        "try:\n    f()\nexcept Exception:\n    traceback.print_exc()\n"
+        "with ctx():\n    g()\nif True:\n    h()\nEOF"
+    )
+    files = _run((script, "", 0))
+    assert rc.python_script_known_traceback("python repro.py", _tb(2), files) is None  # it prints some
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), files) == 1
+    assert rc.python_script_known_uncaught("python repro.py", _tb(10), files) == 1  # inside an `if`
+    assert rc.python_script_known_uncaught("python repro.py", _tb(4), files) is None  # in the try
+    assert rc.python_script_known_uncaught("python repro.py", _tb(8), files) is None  # a with may swallow
+    assert rc.python_script_known_uncaught("python repro.py", _tb(11), files) is None  # no statement there
+    stop = _tb(2).replace("ValueError: x", "KeyboardInterrupt")
+    assert rc.python_script_known_uncaught("python repro.py", stop, files) is None
+    # a class statement's frame is the module's (its body runs in a frame named after the class)
+    model = _run(
+        (
+            "cat <<'EOF' > repro.py\nimport traceback\n\nclass Author(Model):\n    try:\n        x = 1\n"
+            "    except Exception:\n        traceback.print_exc()\nEOF",
+            "",
+            0,
+        )
+    )
+    assert rc.python_script_known_uncaught("python repro.py", _tb(3), model) == 1
+    # an exit called before the line would have ended the run before it: only what ends a
+    # process another way leaves the status open
+    words = _run((script.replace("setup_things()", "from scipy import signal; unittest = 1"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), words) == 1
+    hook = _run((script.replace("setup_things()", "atexit.register(lambda: os._exit(0))"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), hook) is None
+    child = _run((script.replace("setup_things()", "import subprocess"), "", 0))
+    assert rc.python_script_known_uncaught("python repro.py", _tb(2), child) is None  # a child of itself?
+
+
 EXITING = (
     "cat <<'EOF' > repro.py\nimport sys\nif bad():\n    print(\"BUG REPRODUCED\")\n    sys.exit(1)\n"
     'print("fixed")\nsys.exit(0)\nEOF'
@@ -436,3 +478,13 @@ def test_a_window_the_run_showed_outranks_the_text_inferred() -> None:
     refused = replace_command("/testbed/repro.py", [("absent", "x", False)], "edited", fail_message="no")
     preview = "This is how your edit would have looked if applied\n---\n" + window  # not the file
     assert _run((WRITE, "", 0), (refused, preview, 1)).script("repro.py") == "print('hello')\n"
+
+
+def test_the_repositorys_test_runner_run_by_python_writes_no_known_script() -> None:
+    """``python tests/runtests.py ...`` (Django's runner) is a test runner like ``pytest``: the
+    run's own scripts stay known after it; an unknown script may write anything (all forgotten),
+    and a runtests.py the run wrote itself is read as its text says."""
+    assert _run((WRITE, "", 0), ("python tests/runtests.py auth_tests -v 2", "OK\n", 0)).script("repro.py")
+    assert _run((WRITE, "", 0), ("python tests/other.py auth_tests", "OK\n", 0)).script("repro.py") is None
+    own = "cat <<'EOF' > runtests.py\nopen('repro.py', 'w').write('x')\nEOF"
+    assert _run((WRITE, "", 0), (own, "", 0), ("python runtests.py", "", 0)).script("repro.py") is None

@@ -29,9 +29,9 @@ from tests.conftest import REAL, SAMPLE_FILES
 SAMPLES = REAL
 FILES = sorted(SAMPLE_FILES)
 NOT_RUNS = {"swesmith-task-instance-pandas-pr_53652.json"}  # a task record, quarantined by design
-# runs whose conversion is a counted drop: SWE-agent's abbreviated view of a large file has no shell
-# command that prints it (it used to pass as the output of `cat -n` on the whole file)
-DROPPED = {"sweagent-swesmith-pandas-pr_53856.traj": "unverifiable_view"}
+# runs whose conversion is a counted drop (none: SWE-agent's abbreviated view of a large file, once
+# dropped, is the awk that prints it)
+DROPPED: dict[str, str] = {}
 
 
 def episode_of(samples: Path, name: str, row: int = 0) -> Episode:
@@ -145,17 +145,14 @@ def test_swesmith_xml_first_published_turns(samples: Path) -> None:
     assert not conv.submitted and conv.counters["convert/submission_unknown"] == 1  # the row holds no patch
 
 
-def test_sweagent_1x_first_turns_and_the_abbreviated_view_drop(samples: Path) -> None:
+def test_sweagent_1x_first_turns_and_the_abbreviated_view(samples: Path) -> None:
     ep = episode_of(samples, "sweagent-swesmith-pandas-pr_53856.traj")
     assert ep.steps[0].observation.startswith("/testbed/asv_bench/benchmarks/io/sql.py\n")
     assert "OBSERVATION:" not in ep.steps[0].observation
     assert "<response clipped>" in ep.steps[1].observation  # the abbreviated view of pandas/io/sql.py
-    with pytest.raises(ConvertError) as err:
-        convert_episode(ep)
-    assert (err.value.reason, err.value.detail) == (
-        "unverifiable_view",
-        "turn 1: abbreviated view of /testbed/pandas/io/sql.py",
-    )
+    conv = convert_episode(ep)
+    assert conv.commands[1].startswith("awk -v E='98-105 ")
+    assert conv.outputs[1].startswith('     1 """\n') and "<NOTE>" not in conv.outputs[1]
 
 
 def test_openhands_events_first_published_turn(samples: Path) -> None:

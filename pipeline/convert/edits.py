@@ -234,22 +234,24 @@ def line_edit_command(
     path: str,
     start: int,
     end: int,
-    new: str,
+    new: str | None,
     ok_message: str,
     fail_message: str | None = None,
     then: str | None = None,
     reject_message: str | None = None,
 ) -> str:
-    """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``).
+    """Replace lines ``start``..``end`` (1-based, inclusive) with ``new`` (SWE-agent ``edit N:M``);
+    ``None``: delete them.
 
     ``reject_message``: the edit is syntax-checked before writing (see :func:`_syntax_gate`).
     """
-    script = f"import sys\npath = {py_str(path)}\nnew = {py_str(new)}\n"
+    replacement = "[]" if new is None else "new.split('\\n')"
+    script = f"import sys\npath = {py_str(path)}\n" + ("" if new is None else f"new = {py_str(new)}\n")
     script += _read("path") + "lines = text.split('\\n')\n"
     script += f"if not 1 <= {int(start)} <= max(len(lines), 1):\n" + _fail_branch(
         fail_message, f"f'Invalid edit range {int(start)}:{int(end)}: the file has {{len(lines)}} lines.'"
     )
-    script += f"lines[{int(start) - 1}:{int(end)}] = new.split('\\n')\n"
+    script += f"lines[{int(start) - 1}:{int(end)}] = {replacement}\n"
     script += "text = '\\n'.join(lines)\n" + _syntax_gate(reject_message) + _write() + _print_lit(ok_message)
     return python_heredoc(script.rstrip("\n"), then)
 

@@ -40,7 +40,10 @@ _EXISTS = re.compile(r"File already exists at: [^\n]*\. Cannot overwrite files u
 
 
 def _create_action(path: str, content: str, obs: str, rc: int | None, turn: int) -> Action:
-    if _failed(obs, rc) and _EXISTS.search(obs):
+    # the refusal is the editor's whole output, whether or not the harness recorded a status
+    # (SWE-agent records none; its words are not among the failure hints)
+    refused = _EXISTS.match(obs.lstrip()) is not None and rc in (None, 1)
+    if (refused or _failed(obs, rc)) and _EXISTS.search(obs):
         ok = f"File created successfully at: {path}"
         return Action("run", edits.create_unless_exists_command(path, content, obs, ok), obs, 1)
     if _failed(obs, rc):

@@ -433,6 +433,86 @@ def python_script_known_traceback(command: str, output: str, files: RunFiles) ->
 _FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$')
 
 
+_MODULE_FRAME = re.compile(r'^  File "([^"]+)", line (\d+), in <module>$')
+# what may catch an exception, or run the script again in a child, at module level
+_CATCHERS = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+# what can end a process whose exception escaped with another status than 1 (an exit before the
+# failing line would have stopped it before that line ran, so only these matter here)
+_EXIT_ALTERING = re.compile(
+    r"_exit\b|atexit|excepthook|ctypes|\bkill\b|signal\.(?:signal|alarm|raise_signal|setitimer)"
+    r"|settrace|setprofile|\bexec[lv]p?e?\(|os\.exec|os\.fork|os\.abort|faulthandler"
+)
+_CHILD_OF_ITSELF = re.compile(r"subprocess|os\.system|popen|Popen|multiprocessing|concurrent|runpy|exec\(")
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
+
+
+def _uncaught_at(tree: ast.Module, line: int) -> bool:
+    """Whether a module-level statement spans ``line`` and nothing around it can catch what it
+    raises (no ``try`` or ``with`` on the way down from the module to it)."""
+    body: list[ast.stmt] = tree.body
+    while True:
+        stmt = next((st for st in body if _first_line(st) <= line <= (st.end_lineno or st.lineno)), None)
+        if stmt is None or isinstance(stmt, (*_CATCHERS, ast.Match)):
+            return False  # (a match's cases are not followed)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # the module's frame at a def or class: its decorators, defaults, bases or metaclass
+            # raised (a class body runs in a frame of its own, named after the class)
+            return True
+        inner = [
+            b
+            for field in ("body", "orelse", "handlers", "finalbody", "cases")
+            for b in getattr(stmt, field, None) or []
+            if isinstance(b, ast.stmt)
+        ]
+        nested = [b for b in inner if _first_line(b) <= line <= (b.end_lineno or b.lineno)]
+        if not nested:
+            return True  # the statement itself (its header line or a simple statement)
+        body = nested
+
+
+def python_script_known_uncaught(command: str, output: str, files: RunFiles) -> int | None:
+    """1 when the final decider runs a script whose text the run wrote or displayed earlier, has
+    nothing that ends a process another way (``os._exit``, ``atexit``, an ``excepthook``, signals,
+    ``exec``) and runs no child of itself, and the output holds a traceback whose first frame is
+    the script's module level at a line where nothing can catch the exception (no ``try``/``with``
+    around that statement): the exception escaped the script, python printed it and exits 1
+    (SystemExit and KeyboardInterrupt excluded). A traceback the script printed itself starts at
+    a frame where it was caught, which is inside a ``try``. (An exit the script calls before that
+    line would have ended it before the line ran.)"""
+    if _TRACEBACK not in output or any(k in output for k in _HIDDEN_END) or _ELIDED in output:
+        return None
+    shape = _shape(command)
+    if shape is None or not _prefix_ok(shape, output):
+        return None
+    known = _known_script(command, shape, files)
+    if known is None or _EXIT_ALTERING.search(known[1]) or _CHILD_OF_ITSELF.search(known[1]):
+        return None
+    try:
+        tree = ast.parse(known[1])
+    except (SyntaxError, ValueError):
+        return None
+    name = posixpath.basename(known[0])
+    lines = output.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() != _TRACEBACK:
+            continue
+        frame = _MODULE_FRAME.match(lines[i + 1])
+        if frame is None or posixpath.basename(frame.group(1)) != name:
+            continue
+        exc = next((ln for ln in lines[i + 2 :] if ln and not ln[0].isspace()), "")
+        if (
+            _EXC_LINE.match(exc)
+            and not exc.startswith(_NOT_EXIT_1)
+            and _uncaught_at(tree, int(frame.group(2)))
+        ):
+            return 1
+    return None
+
+
 def python_syntax_error(command: str, output: str) -> int | None:
     """1 when the final decider runs a script and the output is python's report that the script
     itself does not compile: its first line the script's ``File "x.py", line N`` (no traceback:

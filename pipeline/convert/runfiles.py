@@ -52,6 +52,7 @@ _READ_ONLY = frozenset(
         "uniq",
         "cut",
         "tr",
+        "expand",
         "echo",
         "printf",
         "pwd",
@@ -434,8 +435,20 @@ class RunFiles(Files):
                 return
             name = _prog(seg)
             words = seg.argv[1:]
-            if _is_python_prog(name) and not seg.heredoc and "-c" not in words and "-m" not in words:
-                script = next((w for w in words if not w.startswith("-")), "")
+            script = next((w for w in words if not w.startswith("-")), "")
+            # the repository's own test runner (``python tests/runtests.py``), not a script of the run's
+            runs_runner = (
+                _is_python_prog(name)
+                and posixpath.basename(script) in _TEST_RUNNERS
+                and self.text(_abs_in(cwd or TESTBED, script)) is None
+            )
+            if (
+                _is_python_prog(name)
+                and not seg.heredoc
+                and "-c" not in words
+                and "-m" not in words
+                and not runs_runner
+            ):
                 if not script:
                     continue  # python --version: no program runs
                 path = _abs_in(cwd or TESTBED, script)
@@ -445,7 +458,7 @@ class RunFiles(Files):
                     return
                 self._forget_named(text + " ".join(w for w in words if w != script))
                 continue
-            if name in _TEST_RUNNERS or (_is_python_prog(name) and "-m" in words):
+            if name in _TEST_RUNNERS or runs_runner or (_is_python_prog(name) and "-m" in words):
                 # a test runner or a module: it does not write the files it is given; its redirections may
                 self._forget_named(" ".join(a for a in words if a.startswith((">", "1>", "2>", "&>"))))
                 self._forget_named(" ".join(b for a, b in pairwise(words) if a in (">", ">>", "2>", "&>")))

@@ -133,7 +133,8 @@ class WindowCall:
     line: int | None = None  # open/goto line, insert line
     start: int | None = None  # edit N:M
     end: int | None = None
-    body: str = ""  # edit N:M replacement, insert text
+    # insert text; an edit N:M's replacement as lines, each ending in a newline ("": no line)
+    body: str = ""
     search: str | None = None  # edit(search, replace)
     replace: str = ""
     replace_all: bool = False
@@ -198,7 +199,7 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
                 name,
                 start=_int(args["start_line"], turn),
                 end=_int(args["end_line"], turn),
-                body=str(args["replacement_text"] or ""),
+                body=_as_lines(str(args["replacement_text"] or "")),
             )
         return None
     sig = JSON_SIGNATURES.get(name)
@@ -222,6 +223,13 @@ def window_call(name: str, args: dict[str, Any], turn: int = 0) -> WindowCall | 
             name, body=str(args["text"] or ""), line=None if ln in (None, "") else _int(ln, turn)
         )
     return WindowCall(name)  # scroll_up / scroll_down
+
+
+def _as_lines(replacement: str) -> str:
+    """A structured edit's ``replacement_text`` as lines: SWE-agent drops one final newline, and
+    an empty text deletes the range (``set_window_text``: ``new_text.split("\n") if new_text else []``)."""
+    text = replacement.removesuffix("\n")
+    return text + "\n" if text else ""
 
 
 def _text_call(name: str, rest: str, body: str, turn: int) -> WindowCall:
@@ -455,9 +463,9 @@ def _edit(call: WindowCall, obs: str, turn: int, state: WindowState) -> tuple[Re
             if shown is None or shown.cursors is None or not _same_file(shown.path, path):
                 raise ConvertError("sweagent_window", f"turn {turn}: cursor edit with no cursors on screen")
             start, end = shown.cursors
-        cmd = line_edit_command(
-            path, start, end, call.body.removesuffix("\n"), ok, then=then, reject_message=reject
-        )
+        # an empty replacement deletes the lines (SWE-agent 0.x's read loop, 1.x's set_window_text)
+        new = None if not call.body else call.body.removesuffix("\n")
+        cmd = line_edit_command(path, start, end, new, ok, then=then, reject_message=reject)
     elif (every := _replace_all(call, obs)) is not None:
         cmd = replace_command(
             path,

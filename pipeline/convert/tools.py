@@ -45,6 +45,7 @@ from typing import Any
 from pipeline.convert import edits, kimi_tools
 from pipeline.convert.actions import Action, ToolState, _failed, _s, _truthy
 from pipeline.convert.bash import convert_bash
+from pipeline.convert.filemap import convert_filemap, is_filemap
 from pipeline.convert.filetools import (
     _CAT_N_LINE,
     _apply_patch,
@@ -180,9 +181,6 @@ def split_system_status(obs: str) -> tuple[str, int | None]:
     return rest, 0 if status.startswith("Command executed successfully") else None
 
 
-_ABBREVIATED = "<NOTE>This file is too large to display entirely. Showing abbreviated version."
-
-
 def _require(tool: str, args: dict[str, Any], needs: tuple[tuple[str, ...], ...], turn: int) -> None:
     for names in needs:
         if all(args.get(n) is None for n in names):
@@ -299,10 +297,11 @@ def _editor(name: str, args: dict[str, Any], obs: str, rc: int | None, turn: int
         # (openhands-aci's traceback) and changed nothing
         state.counters["convert/refused_call_removed"] += 1
         return Action("remove", text="convert/refused_call_removed")
-    if args.get("command") == "view" and obs.startswith(_ABBREVIATED):
-        # SWE-agent's editor shows a large file with function bodies elided (its filemap): no
-        # shell command prints that, and ``cat -n`` would claim the whole file
-        raise ConvertError("unverifiable_view", f"turn {turn}: abbreviated view of {args.get('path')}")
+    if args.get("command") == "view" and is_filemap(obs):
+        # SWE-agent's editor shows a large file with function bodies elided (its filemap):
+        # an awk built from the elided ranges the view shows prints it
+        shown = convert_filemap(_s(args, "path", default="") or "", obs, turn)
+        return Action("run", shown.command, shown.output, 0)
     return convert_editor({**args, "_tool": name}, obs, rc, turn, state)
 
 

@@ -144,8 +144,9 @@ def messages_episode(msgs: list[Msg], **kw: Any) -> Episode:
     counters: Counter[str] = Counter()
     bare = kw.pop("bare_fence", False)
     structured = kw.pop("structured", False)
+    fence_re = kw.pop("fence_re", None)
     dialect_override = kw.pop("dialect", None)
-    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, structured=structured)
+    steps, dialect = walk_messages(msgs, counters, bare_fence=bare, structured=structured, fence_re=fence_re)
     task_text = msgs[first_user_index(msgs)].text
     return make_episode(
         task_text=task_text,

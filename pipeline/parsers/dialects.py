@@ -176,11 +176,29 @@ def glm_args(text: str, pos: int = 0) -> list[tuple[str, str]]:
     return out
 
 
+def action_regex(pattern: object) -> re.Pattern[str] | None:
+    """A run's own action regex (mini-swe-agent's ``agent.action_regex``, applied with
+    ``re.DOTALL``) when it reads a command as one group and fences it in ``bash``; else None
+    (the default ``FENCE_RE`` then stands)."""
+    if not isinstance(pattern, str) or "```" not in pattern or len(pattern) > 200:
+        return None
+    try:
+        rx = re.compile(pattern, re.DOTALL)
+    except re.error:
+        return None
+    return rx if rx.groups == 1 else None
+
+
 def extract_calls(
-    text: str, *, bare_fence: bool = False, counters: Counter[str] | None = None
+    text: str,
+    *,
+    bare_fence: bool = False,
+    counters: Counter[str] | None = None,
+    fence_re: re.Pattern[str] | None = None,
 ) -> tuple[str, list[ToolCall | Bash], str]:
     """Split one assistant message into (thought, calls, dialect); ``calls`` is empty when the
-    message holds no action. Raises ParseError on a call block it recognises but cannot read."""
+    message holds no action. Raises ParseError on a call block it recognises but cannot read.
+    ``fence_re``: the run's own action regex (its harness config), used in place of ``FENCE_RE``."""
     spans = blocks(text, "<tool_call>", "</tool_call>")
     if spans:
         calls, kind = _tool_call_calls(text, spans)
@@ -190,13 +208,17 @@ def extract_calls(
         xs: list[ToolCall | Bash] = list(_xml_calls(text, fpos))
         if xs:
             return strip_think(text[:fpos]), xs, "xml"
-    # searched only up to the last fence's close: every opening the lazy regex tries then has a
-    # close after it, so ``finditer`` stays linear
-    close = text.rfind("\n```")
-    stop = close + len("\n```") if close >= 0 else 0
-    fences = list(FENCE_RE.finditer(text, 0, stop))
+    if fence_re is not None:
+        # (searched up to the last fence's mark, for the same reason as below)
+        fences = list(fence_re.finditer(text, 0, text.rfind("```") + 3))
+    else:
+        # searched only up to the last fence's close: every opening the lazy regex tries then has a
+        # close after it, so ``finditer`` stays linear
+        close = text.rfind("\n```")
+        stop = close + len("\n```") if close >= 0 else 0
+        fences = list(FENCE_RE.finditer(text, 0, stop))
     dialect = "bash"
-    if not fences and bare_fence:
+    if not fences and bare_fence and fence_re is None:
         fences = list(BARE_FENCE_RE.finditer(text, 0, stop))
         dialect = "ticks"
     if fences:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pipeline.core.episode import Bash, Episode, RawRun, Step
 from pipeline.parsers.assembly import SUBMIT_MARKERS, language_hint, messages_episode
+from pipeline.parsers.dialects import action_regex
 from pipeline.parsers.fields import opt_str, sub_dict
 from pipeline.parsers.format import Format, is_message_list
 from pipeline.parsers.messages import first_user_text, normalize_messages
@@ -60,6 +61,9 @@ def parse_miniswe(raw: RawRun) -> Episode:
         resolved="unknown",
         fold_group=None,
         epoch=raw.epoch,
+        # the harness's own action regex where its config records one (a fork may accept an
+        # indented closing fence that mini's default does not): the commands it ran
+        fence_re=action_regex(_dig(info, "config", "agent", "action_regex")),
     )
     last = ep.steps[-1]
     if (

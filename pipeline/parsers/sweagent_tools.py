@@ -108,12 +108,23 @@ def text_action(action: str, tools: frozenset[str] = SPECIAL_COMMANDS) -> ToolCa
         return editor
     if _chained(first):
         return ToolCall(f"{word} <in a command line>", {})
-    body = rest
-    if body == "end_of_edit":
-        body = ""
-    elif body.endswith("\nend_of_edit"):
-        body = body[: -len("\nend_of_edit")]
-    return ToolCall(name=word, args={"args": args.strip(), "body": body})
+    return ToolCall(name=word, args={"args": args.strip(), "body": _first_block(rest, lines=word == "edit")})
+
+
+_END_OF_EDIT = re.compile(r"^end_of_edit[ \t]*$", re.M)
+
+
+def _first_block(rest: str, lines: bool = False) -> str:
+    """The text up to the first ``end_of_edit`` line: SWE-agent ran only the first block of an
+    action holding two ``edit`` blocks (the edit's report counts the lines of the first alone), so
+    the text after it is no part of the call.
+
+    ``lines``: an ``edit``'s replacement as the heredoc SWE-agent feeds it, every line with its
+    newline: ``""`` is no line at all (the edit deletes its range), ``"\n"`` one empty line."""
+    m = _END_OF_EDIT.search(rest)
+    if m is None:
+        return rest + "\n" if lines and rest and not rest.endswith("\n") else rest
+    return rest[: m.start()] if lines else rest[: max(m.start() - 1, 0)]
 
 
 # ``str_replace_editor`` run from the shell takes its arguments as options (argparse in the bundle)

@@ -10,6 +10,7 @@ drops the run (``parse/format_error_reference``)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from pipeline.core.episode import Bash, ParseError, Step, ToolCall
@@ -35,7 +36,12 @@ from pipeline.parsers.observations import (
 
 
 def walk_messages(
-    msgs: list[Msg], counters: Counter[str], *, bare_fence: bool = False, structured: bool = False
+    msgs: list[Msg],
+    counters: Counter[str],
+    *,
+    bare_fence: bool = False,
+    structured: bool = False,
+    fence_re: re.Pattern[str] | None = None,
 ) -> tuple[list[Step], str]:
     """Turn the messages after the task into Steps; return them and the dominant dialect.
 
@@ -72,7 +78,9 @@ def walk_messages(
                 # an action (a fenced block in it is an example the agent showed, not run)
                 thought, calls, dialect = strip_think(m.text), [], "tool_calls"
             else:
-                thought, calls, dialect = extract_calls(m.text, bare_fence=bare_fence, counters=counters)
+                thought, calls, dialect = extract_calls(
+                    m.text, bare_fence=bare_fence, counters=counters, fence_re=fence_re
+                )
             if not calls:
                 carry = join_thought(carry, thought)
                 continue
