@@ -27,15 +27,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.store.state import (
-    INDEX_COLUMNS,
-    KEPT_NAMES,
-    KeptWriter,
-    UnitMeta,
-    UnitWriter,
-    held_file,
-    read_held,
-)
+from pipeline.store.held import INDEX_COLUMNS, held_file, read_held
+from pipeline.store.records import UnitMeta
+from pipeline.store.unitfiles import KEPT_NAMES, KeptWriter, UnitWriter
 from schemas.run import DROPS, PUBLISHED_NAMES, empty
 
 META: UnitMeta = {

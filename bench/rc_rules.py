@@ -42,14 +42,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.convert import _is_submit_command
+from pipeline.convert import _is_submit_command, rc_shape
 from pipeline.convert import returncodes as rcmod
+from pipeline.convert.actions import ToolState
+from pipeline.convert.bash import split_exit_marker
 from pipeline.convert.roots import RootRewriter
 from pipeline.convert.runfiles import RunFiles
-from pipeline.convert.tools import ToolState, convert_call, peel_wrappers, split_exit_marker
+from pipeline.convert.tools import convert_call
 from pipeline.core.episode import Bash, PipelineDrop, RawRun, ToolCall
 from pipeline.parsers import parse_raw
 from pipeline.parsers.files import iter_trajectory_file
+from pipeline.text.shell import peel_wrappers
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "bench" / "rc_rules_manifest.json"
@@ -378,8 +381,8 @@ def score(samples: list[Sample]) -> dict[str, Any]:
             answers[r.name] = got
             ok = got == s.returncode
             if r.name == "loud_success":
-                shape = rcmod._shape(s.command)
-                cls = (shape and rcmod._loud_class(shape.final)) or "?"
+                shape = rc_shape._shape(s.command)
+                cls = (shape and rc_shape._loud_class(shape.final)) or "?"
                 by_class[cls]["decided"] += 1
                 by_class[cls]["correct"] += ok
             for cell in (
@@ -421,12 +424,12 @@ def score(samples: list[Sample]) -> dict[str, Any]:
 def command_shape(command: str) -> str:
     """A command's shape for the undecided list: its simple commands' programs and first
     subcommand or option, with the operators between them (``cd && python X.py``)."""
-    shape = rcmod._shape(command)
+    shape = rc_shape._shape(command)
     if shape is None:
         return "?"
     parts: list[str] = []
     for seg in shape.segments:
-        word = rcmod.prog(seg)
+        word = rc_shape.prog(seg)
         rest = [a for a in seg.argv[1:] if not a.startswith(("<<", ">", "2>"))][:1]
         if rest:
             a = rest[0]
@@ -436,8 +439,8 @@ def command_shape(command: str) -> str:
 
 
 def _final_program(command: str) -> str:
-    shape = rcmod._shape(command)
-    return rcmod.prog(shape.final) if shape else "?"
+    shape = rc_shape._shape(command)
+    return rc_shape.prog(shape.final) if shape else "?"
 
 
 def measured(t: dict[str, Any]) -> rcmod.Measured:

@@ -238,7 +238,8 @@ def run(
     from pipeline.sources.affine import ManifestError
     from pipeline.sources.swelego import SourceUnavailable
     from pipeline.store.ledger import InvariantError
-    from pipeline.store.state import StateDamaged, WorkdirLocked
+    from pipeline.store.lock import WorkdirLocked
+    from pipeline.store.records import StateDamaged
 
     try:
         cfg = Config.load(
@@ -311,7 +312,7 @@ def publish(
 ) -> None:
     """Send the dataset trees of a finished run to a folder (--to) or the Hub (--hub)."""
     from pipeline.publish.publisher import PublishRefused, check_publishable
-    from pipeline.store.state import WorkdirLocked, workdir_lock
+    from pipeline.store.lock import WorkdirLocked, workdir_lock
 
     if to is not None and hub:
         _fail("--to and --hub: give one of them, not both")

@@ -1,6 +1,6 @@
 """The one schema definition: drives the Parquet writer, the validator and the card's column table.
 
-``PUBLISHED`` is the 17 columns of seed 002 in order. ``WORK`` adds the internal columns the
+``PUBLISHED`` is the 17 published columns in order. ``WORK`` adds the internal columns the
 stages need between ingest and publish; they are never published.
 """
 

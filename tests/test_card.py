@@ -1,4 +1,4 @@
-"""Card: seed 002's sections and tables, filled with this build's numbers from the ledger."""
+"""Card: the fixed sections and tables, filled with this build's numbers from the ledger."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_sections_and_table_headers_match_seed_002(seed_card: str) -> None:
     seed_heads = [re.sub(r"^# .*", "# <dataset>", h) for h in headings(seed_card)]
     assert [re.sub(r"^# .*", "# <dataset>", h) for h in headings(card)] == seed_heads
     assert table_headers(card) == table_headers(seed_card)
-    # the Columns table is seed 002's, word for word
+    # the Columns table, word for word
     assert table(card, "| Column | Meaning |") == table(seed_card, "| Column | Meaning |")
     for marker in (
         "- **Origin:**",

@@ -9,7 +9,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.convert.tools import _ARROW_AT_START, _NL_ARROW_AT_NUMBER, _arrows_at_numbers, _claude_read_body
+from pipeline.convert.filetools import _claude_read_body
+from pipeline.convert.views import _ARROW_AT_START, _NL_ARROW_AT_NUMBER, _arrows_at_numbers
 
 LINE_START_ARROWS = re.compile(r"^ *\d+\u2192", re.M)
 texts = st.lists(st.sampled_from(["\n", " ", "1", "23", "\u2192", "a", "\t", "\r"]), max_size=30).map("".join)

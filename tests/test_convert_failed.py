@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.convert.tools import _FAIL_HINTS, _failed
+from pipeline.convert.actions import _FAIL_HINTS, _failed
 
 # every character str.isspace() knows (re's \s must strip the same), a hint, other text
 _SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]

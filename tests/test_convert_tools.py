@@ -717,7 +717,7 @@ def test_step_limit_cuts_the_run_unsubmitted() -> None:
 
 
 def test_harness_exit_code_notes_become_return_codes() -> None:
-    from pipeline.convert.tools import split_exit_marker
+    from pipeline.convert.bash import split_exit_marker
 
     assert split_exit_marker("boom\n[exit code: 2]") == ("boom\n", 2)
     assert split_exit_marker("boom\n\nCommand exited with code 127") == ("boom\n", 127)

@@ -170,7 +170,7 @@ def test_altered_text_in_the_store_is_refused_not_published(
 HOLD = """
 import os, sys, time
 from pathlib import Path
-from pipeline.store.state import WorkdirLocked, workdir_lock
+from pipeline.store.lock import WorkdirLocked, workdir_lock
 work, start = Path(sys.argv[1]), float(sys.argv[2])
 while time.time() < start:  # every contender starts at the same instant
     pass

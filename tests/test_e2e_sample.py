@@ -28,7 +28,7 @@ RUNS, EPOCHS, SEED = 40, 2, 7
 # Labels that are not judged against the ledger, each for a documented reason. Keep this short.
 NOT_JUDGED = {
     # A shard the second epoch's manifest marks `active: false`: a fresh two-epoch run never reads it
-    # (DESIGN §2.1), so its runs have no fate at all; the label note says so.
+    # (the corpus layout), so its runs have no fate at all; the label note says so.
     "retired": re.compile(r"shard retired \(active: false\)"),
 }
 

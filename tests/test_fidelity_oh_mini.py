@@ -275,7 +275,8 @@ def test_real_clipped_views_and_refused_range(tmp_path: Path) -> None:
     ],
 )
 def test_a_failed_view_gets_cats_message_only_for_a_missing_file(error: str, reason: str | None) -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
     from pipeline.core.episode import ConvertError
 
     args = {"command": "view", "path": "/testbed/x.py"}
@@ -551,7 +552,8 @@ def test_an_editor_call_refused_for_its_arguments_is_removed_like_a_format_error
 def test_a_failed_read_prints_what_cat_or_sed_print(
     args: dict[str, Any], command: str, output: str, rc: int, tmp_path: Path
 ) -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
 
     action = convert_call(
         "read",

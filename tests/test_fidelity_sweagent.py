@@ -376,7 +376,7 @@ def test_real_ctf_runs_are_unknown_tool_drops(name: str, detail: str) -> None:
 
 
 def test_tools_documented_in_the_system_prompt_are_known_in_both_doc_styles() -> None:
-    from pipeline.parsers.sweagent import declared_tools
+    from pipeline.parsers.sweagent_tools import declared_tools
 
     rock = orjson.loads((REAL / "sweagent-ctf-rock.traj").read_bytes())["history"][0]["content"]
     assert declared_tools(rock) == {
@@ -518,7 +518,7 @@ def test_real_swesmith_run_replays_edits_review_and_patch(tmp_path: Path) -> Non
     ],
 )
 def test_final_newline_policy_is_decided_from_the_command(command: str, newline: bool) -> None:
-    from pipeline.parsers.sweagent import prints_final_newline
+    from pipeline.parsers.sweagent_outputs import prints_final_newline
 
     assert prints_final_newline(command) is newline
 

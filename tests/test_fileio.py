@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipeline.io import fileio
-from pipeline.store.state import UnitWriter
+from pipeline.store.unitfiles import UnitWriter
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 

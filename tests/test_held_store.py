@@ -23,16 +23,12 @@ from pipeline.dedup.keys import add_dedup_keys
 from pipeline.orchestration.process import STAGE_ONLY
 from pipeline.publish.shards import ORDER
 from pipeline.store import state as state_module
-from pipeline.store.state import (
-    INDEX_COLUMNS,
-    KEPT_NAME,
-    KEPT_NAMES,
-    ROW_BYTES,
-    ROW_FILE,
-    State,
-    UnitMeta,
-    read_held,
-)
+from pipeline.store import unitfiles
+from pipeline.store.held import INDEX_COLUMNS, ROW_FILE, read_held
+from pipeline.store.records import UnitMeta
+from pipeline.store.rowbytes import ROW_BYTES
+from pipeline.store.state import State
+from pipeline.store.unitfiles import KEPT_NAME, KEPT_NAMES
 from schemas.run import DROPS, PUBLISHED, PUBLISHED_NAMES, WORK, empty, polars_schema
 from tests.builders import published_row, work_frame
 
@@ -59,7 +55,7 @@ def held_store(
     tmp_path: Path,
     units: list[list[list[int]]],
     seed: int,
-    buffer: int = state_module.KEPT_BUFFER_BYTES,
+    buffer: int = unitfiles.KEPT_BUFFER_BYTES,
     formats: list[str] | None = None,
 ) -> tuple[State, pl.DataFrame]:
     """A state whose commit 0 holds ``units`` (per unit, its batches of run numbers), and its index;
@@ -83,11 +79,11 @@ def held_store(
                 r["model"] = rng.choice(["m-1", "m-2"])
             frame = work_frame(rows).with_columns(pl.lit(None, pl.Utf8).alias("problem_statement"))
             written.append(add_dedup_keys(frame, state_dedup()).drop(STAGE_ONLY))
-            saved, state_module.KEPT_BUFFER_BYTES = state_module.KEPT_BUFFER_BYTES, buffer
+            saved, unitfiles.KEPT_BUFFER_BYTES = unitfiles.KEPT_BUFFER_BYTES, buffer
             try:
                 writer.write(written[-1])
             finally:
-                state_module.KEPT_BUFFER_BYTES = saved
+                unitfiles.KEPT_BUFFER_BYTES = saved
         writer.finish(
             add_dedup_keys(empty(WORK), state_dedup()).drop(STAGE_ONLY), empty(DROPS), unit_meta(key)
         )
@@ -133,7 +129,7 @@ batches = st.lists(st.lists(st.integers(0, 60), min_size=0, max_size=9, unique=T
     units=st.lists(batches, min_size=1, max_size=3),
     seed=st.integers(0, 2**16),
     pick=st.integers(0, 2**16),
-    buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+    buffer=st.sampled_from([1, 20_000, unitfiles.KEPT_BUFFER_BYTES]),
     formats=st.lists(st.sampled_from(KEPT_NAMES), min_size=3, max_size=3),
 )
 def test_held_table_reads_exactly_the_rows_the_polars_scan_did(
@@ -174,7 +170,7 @@ def test_held_table_reads_exactly_the_rows_the_polars_scan_did(
 
 
 def test_a_held_file_named_by_no_commit_is_refused(tmp_path: Path) -> None:
-    from pipeline.store.state import StateDamaged
+    from pipeline.store.records import StateDamaged
 
     state, index = held_store(tmp_path, [[[1, 2, 3]]], 0)
     stray = index.with_columns(pl.lit("published/000000/elsewhere.parquet").alias(ROW_FILE))
@@ -184,7 +180,7 @@ def test_a_held_file_named_by_no_commit_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kept_name", KEPT_NAMES)
 def test_a_held_file_unreadable_in_its_format_is_state_damage(tmp_path: Path, kept_name: str) -> None:
-    from pipeline.store.state import StateDamaged
+    from pipeline.store.records import StateDamaged
 
     state, index = held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
     junk = b"PAR1 not a parquet file PAR1" if kept_name.endswith(".parquet") else b"ARROW1\0\0 not IPC ARROW1"
@@ -205,7 +201,7 @@ def test_gather_is_take_in_one_chunk(chunks: list[int], picks: list[int], stretc
     import numpy as np
     import pyarrow as pa
 
-    from pipeline.store.state import _gather
+    from pipeline.store.unitfiles import _gather
 
     start = 0
     parts = []
@@ -234,7 +230,7 @@ def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
     store, not by a second hash before: the copy holds the cache's bytes (in the cache's format),
     and the index is the cache's index columns."""
     from pipeline.io import fileio
-    from pipeline.orchestration.runner import _load_unit
+    from pipeline.orchestration.commit import _load_unit
 
     held_store(tmp_path, [[[1, 2, 3], [4]]], 0, formats=[kept_name])
     state = State(tmp_path)  # nothing verified yet in this process
@@ -260,8 +256,8 @@ def test_a_processed_unit_is_loaded_with_its_kept_rows_hashed_once(
 def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     tmp_path: Path, damage: str, kept_name: str
 ) -> None:
-    from pipeline.orchestration.runner import _load_unit
-    from pipeline.store.state import StateDamaged
+    from pipeline.orchestration.commit import _load_unit
+    from pipeline.store.records import StateDamaged
 
     held_store(tmp_path, [[[1, 2, 3]]], 0, formats=[kept_name])
     state = State(tmp_path)
@@ -282,7 +278,7 @@ def test_a_damaged_kept_file_of_a_processed_unit_is_refused_and_not_copied(
     units=st.lists(batches, min_size=1, max_size=3),
     seed=st.integers(0, 2**16),
     cuts=st.lists(st.integers(1, 2**16), max_size=6),
-    buffer=st.sampled_from([1, 20_000, state_module.KEPT_BUFFER_BYTES]),
+    buffer=st.sampled_from([1, 20_000, unitfiles.KEPT_BUFFER_BYTES]),
     formats=st.lists(st.sampled_from(KEPT_NAMES), min_size=3, max_size=3),
 )
 def test_consecutive_ranges_read_with_a_carry_are_the_plain_reads_each_group_decoded_once(
@@ -441,12 +437,12 @@ def test_every_kept_column_type_round_trips_with_nulls_and_nested_lists(
         written.append(pl.DataFrame(rows, schema=schema))
     state = State(tmp_path_factory.mktemp("types"))
     writer = state.unit_writer("unit-0", "cfg", kept_name)
-    saved, state_module.KEPT_BUFFER_BYTES = state_module.KEPT_BUFFER_BYTES, buffer
+    saved, unitfiles.KEPT_BUFFER_BYTES = unitfiles.KEPT_BUFFER_BYTES, buffer
     try:
         for frame in written:
             writer.write(frame)
     finally:
-        state_module.KEPT_BUFFER_BYTES = saved
+        unitfiles.KEPT_BUFFER_BYTES = saved
     writer.finish(pl.DataFrame(schema=schema), empty(DROPS), unit_meta("unit-0"))
     path = state.unit_file("unit-0", "cfg", kept_name)
     got = read_held(path)

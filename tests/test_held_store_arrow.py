@@ -6,7 +6,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.store.state import arrow_table
+from pipeline.store.unitfiles import arrow_table
 
 texts = st.one_of(st.none(), st.text(max_size=40))
 messages = st.lists(st.fixed_dictionaries({"role": texts, "content": texts}), max_size=4)

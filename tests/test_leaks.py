@@ -197,7 +197,7 @@ def test_detail_names_the_turn_that_delivered() -> None:
     assert (reason, detail) == ("foreign_object", "turn=2 cmd=git show a11f950")
 
 
-# ---- SWE-smith: the Bug Patch commit (input-formats §3.2), on the real pandas sample ---------------------
+# ---- SWE-smith: the Bug Patch commit, on the real pandas sample ---------------------
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.store.ledger import InvariantError, Stats, check_invariant, compute_stats
-from pipeline.store.state import decode_ingested, encode_ingested
+from pipeline.store.records import decode_ingested, encode_ingested
 from schemas.run import DROPS, empty
 
 

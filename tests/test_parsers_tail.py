@@ -10,8 +10,10 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.convert import tools
-from pipeline.convert.tools import _cat_n_body, _claude_read_body, split_exit_marker
+from pipeline.convert import bash
+from pipeline.convert.bash import split_exit_marker
+from pipeline.convert.filetools import _claude_read_body
+from pipeline.convert.views import _cat_n_body
 from pipeline.parsers.dialects import strip_think
 from pipeline.parsers.observations import OH_TRAILER_RE, SWEAGENT_FOOTER_RE, clean_observation
 from pipeline.text.tails import rstripped_len, tail_search
@@ -73,15 +75,15 @@ def _split_whole_text(obs: str) -> tuple[str, int | None]:
         return head + ("\n" if head and not head.endswith("\n") else "")
 
     rc = None
-    m = tools._HEAD_EXIT.match(obs)
+    m = bash._HEAD_EXIT.match(obs)
     if m:
         rc, obs = int(m.group(1)), obs[m.end() :]
     while True:
-        if m := tools._TAIL_EXIT.search(obs):
+        if m := bash._TAIL_EXIT.search(obs):
             rc, obs = int(m.group(1) or m.group(2)), cut(obs, m)
-        elif m := tools._EXIT_MARKER.search(obs):
+        elif m := bash._EXIT_MARKER.search(obs):
             rc, obs = int(m.group(1)), cut(obs, m)
-        elif m := tools._OH_TRAILERS.search(obs):
+        elif m := bash._OH_TRAILERS.search(obs):
             obs = cut(obs, m)
         else:
             return obs, rc

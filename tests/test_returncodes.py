@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.convert import rc_python, rc_shape
 from pipeline.convert import returncodes as rc
 from pipeline.convert.returncodes import infer_returncode
 from pipeline.convert.runfiles import RunFiles
@@ -59,9 +60,9 @@ def test_the_cases_hold_a_known_script_that_exits_itself() -> None:
     neg = [c for c in CASES if c.get("before") and c["rule"] is None]
     assert neg
     for c in neg:
-        shape = rc._shape(c["command"])
+        shape = rc_shape._shape(c["command"])
         assert shape is not None
-        known = rc._known_script(c["command"], shape, _files(c))
+        known = rc_python._known_script(c["command"], shape, _files(c))
         assert known is not None and "sys.exit(1)" in known[1] and c["recorded"] == 1
 
 
@@ -136,7 +137,7 @@ def test_a_rule_under_the_bar_is_not_consulted(monkeypatch: pytest.MonkeyPatch) 
     ],
 )
 def test_the_deciders_of_a_command(command: str, deciders: list[list[str]], joins: tuple[str, ...]) -> None:
-    shape = rc._shape(command)
+    shape = rc_shape._shape(command)
     assert shape is not None
     assert [d.argv for d in shape.deciders] == deciders and shape.joins == joins
 
@@ -156,7 +157,7 @@ def test_the_deciders_of_a_command(command: str, deciders: list[list[str]], join
     ],
 )
 def test_shapes_beyond_the_rules_are_unknown(command: str) -> None:
-    assert rc._shape(command) is None
+    assert rc_shape._shape(command) is None
     assert infer_returncode(command, "") is None and infer_returncode(command, "a.py\n") is None
 
 
@@ -345,7 +346,7 @@ def test_run_files_know_a_script_this_command_writes_before_running_it() -> None
     files = _run((WRITE, "", 0))
     other = "cat <<'EOF' > other.py\nprint(2)\nEOF\npython other.py"
     assert _run((WRITE, "", 0), (other, "2\n", 0)).script("repro.py") == "print('hello')\n"
-    assert rc.python_script_known_clean(other, "2\n", files) == 0
+    assert rc_python.python_script_known_clean(other, "2\n", files) == 0
 
 
 def test_run_files_learn_a_whole_display_only_when_it_succeeded() -> None:
@@ -359,21 +360,23 @@ def test_known_script_rules_on_their_shapes() -> None:
         0,
         "python_script_known_clean",
     )
-    assert rc.python_script_known_clean("python repro.py > out.txt", "", files) is None  # output hidden
     assert (
-        rc.python_script_known_clean("python repro.py 2>/dev/null", "hello\n", files) is None
+        rc_python.python_script_known_clean("python repro.py > out.txt", "", files) is None
+    )  # output hidden
+    assert (
+        rc_python.python_script_known_clean("python repro.py 2>/dev/null", "hello\n", files) is None
     )  # errors hidden
     assert (
-        rc.python_script_known_clean("cd sub; python repro.py", "hello\n", files) is None
+        rc_python.python_script_known_clean("cd sub; python repro.py", "hello\n", files) is None
     )  # which repro.py?
     tb = 'hello\nTraceback (most recent call last):\n  File "/testbed/repro.py", line 1, in <module>\nValueError: x\n'
-    assert rc.python_script_known_traceback("python repro.py", tb, files) == 1
+    assert rc_python.python_script_known_traceback("python repro.py", tb, files) == 1
     exits = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(1)\nEOF", "", 0))
     assert infer_returncode("python repro.py", "", exits) is None  # python_script_quiet abstains too
     usage = (
         "usage: manage.py cheeses create [-h] name\nmanage.py cheeses create: error: the following arguments"
     )
-    assert rc.python_script_known_clean("python repro.py", usage, files) is None  # a library's exit 2
+    assert rc_python.python_script_known_clean("python repro.py", usage, files) is None  # a library's exit 2
     printed = _run(
         (
             "cat <<'EOF' > repro.py\nimport traceback\ntry:\n    f()\nexcept Exception:\n    traceback.print_exc()\nEOF",
@@ -381,7 +384,9 @@ def test_known_script_rules_on_their_shapes() -> None:
             0,
         )
     )
-    assert rc.python_script_known_traceback("python repro.py", tb, printed) is None  # print_exc: exit 0
+    assert (
+        rc_python.python_script_known_traceback("python repro.py", tb, printed) is None
+    )  # print_exc: exit 0
 
 
 def _tb(line: int) -> str:
@@ -436,12 +441,14 @@ def test_an_exit_after_a_print_the_output_lacks_did_not_run() -> None:
     """``print("BUG REPRODUCED"); sys.exit(1)``: had the exit run, its line would show (stdout is
     flushed at exit); an output without it ended with 0, one with it is unknown."""
     files = _run((EXITING, "", 0))
-    assert rc.python_script_known_clean("python repro.py", "fixed\n", files) == 0
-    assert rc.python_script_known_clean("python repro.py", "BUG REPRODUCED\n", files) is None
+    assert rc_python.python_script_known_clean("python repro.py", "fixed\n", files) == 0
+    assert rc_python.python_script_known_clean("python repro.py", "BUG REPRODUCED\n", files) is None
     moved = _run((EXITING.replace("import sys", "import sys\nsys.stdout = open('log', 'w')"), "", 0))
-    assert rc.python_script_known_clean("python repro.py", "", moved) is None  # its prints go elsewhere
+    assert (
+        rc_python.python_script_known_clean("python repro.py", "", moved) is None
+    )  # its prints go elsewhere
     computed = _run(("cat <<'EOF' > repro.py\nimport sys\nsys.exit(0 if ok() else 1)\nEOF", "", 0))
-    assert rc.python_script_known_clean("python repro.py", "", computed) is None
+    assert rc_python.python_script_known_clean("python repro.py", "", computed) is None
 
 
 def test_run_files_follow_the_converters_edits_and_keep_the_text_a_refused_edit_left() -> None:

@@ -13,7 +13,8 @@ import pytest
 from pipeline.core.config import Config
 from pipeline.io.fileio import file_sha256
 from pipeline.orchestration.runner import NoBenchmarks, RunSummary, run_pipeline
-from pipeline.store.state import WorkdirLocked, seal_record, workdir_lock
+from pipeline.store.lock import WorkdirLocked, workdir_lock
+from pipeline.store.records import seal_record
 from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import VIEW_DIR, add_epoch, jsonl, write_chunk, write_epoch
 
@@ -125,7 +126,7 @@ def test_one_run_per_workdir(tmp_path: Path) -> None:
         import sys
 
         code = (
-            "import sys; from pathlib import Path; from pipeline.store.state import workdir_lock\n"
+            "import sys; from pathlib import Path; from pipeline.store.lock import workdir_lock\n"
             f"with workdir_lock(Path({str(tmp_path)!r})): pass"
         )
         proc = subprocess.run(check=False, args=[sys.executable, "-c", code], capture_output=True, text=True)
@@ -159,7 +160,7 @@ def test_held_signatures_from_another_scheme_are_recomputed(tmp_path: Path) -> N
 
 
 def test_published_trees_are_verified_from_the_files(tmp_path: Path) -> None:
-    from pipeline.orchestration.runner import verify_trees
+    from pipeline.orchestration.build import verify_trees
 
     corpus, work = tmp_path / "corpus", tmp_path / "work"
     add_epoch(corpus, 1, [[distinct(1), distinct(2)]])

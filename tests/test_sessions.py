@@ -350,7 +350,8 @@ def test_an_output_codex_shortened_for_the_model_drops_the_run(tmp_path: Path) -
 
 
 def test_a_sub_agent_that_may_edit_drops_the_run_and_a_read_only_one_is_folded() -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
 
     state = ToolState()
     folded = convert_call(
@@ -501,7 +502,8 @@ def _run(cmd: str, cwd: Path) -> tuple[int, str]:
 
 
 def test_grep_and_glob_print_the_shown_result_in_an_order_the_command_reproduces(tmp_path: Path) -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
 
     for name, text in {
         "b.ts": "class FooRegistry {}\n",
@@ -673,7 +675,8 @@ def test_kimis_own_glob_form_is_a_counted_unknown_tool(tmp_path: Path) -> None:
 def test_claude_bash_runs_no_one_shot_command_stands_for_are_counted_drops(
     args: dict[str, Any], obs: str, reason: str
 ) -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
 
     with pytest.raises(ConvertError) as err:
         convert_call("Bash", args, obs, None, 0, ToolState())
@@ -681,7 +684,8 @@ def test_claude_bash_runs_no_one_shot_command_stands_for_are_counted_drops(
 
 
 def test_a_grep_result_shown_relative_to_the_checkout_is_searched_from_it(tmp_path: Path) -> None:
-    from pipeline.convert.tools import ToolState, convert_call
+    from pipeline.convert.actions import ToolState
+    from pipeline.convert.tools import convert_call
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.ts").write_text("track session\n")

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.convert.tools import peel_wrappers as convert_peel
 from pipeline.leaks.rules import classify, make_task
 from pipeline.text.shell import peel_wrappers, split_command
+from pipeline.text.shell import peel_wrappers as convert_peel
 
 INNER = ["git", "log", "--all", "-p"]
 

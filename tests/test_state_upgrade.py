@@ -13,8 +13,9 @@ import pytest
 
 from pipeline.core.config import Config
 from pipeline.orchestration.runner import run_pipeline
-from pipeline.store import state as state_module
-from pipeline.store.state import KEPT_NAME, KEPT_PARQUET_NAME, StateDamaged
+from pipeline.store import unitfiles
+from pipeline.store.records import StateDamaged
+from pipeline.store.unitfiles import KEPT_NAME, KEPT_PARQUET_NAME
 from tests.builders import distinct, tree_bytes
 from tests.corpus_kit import add_epoch
 
@@ -45,7 +46,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     corpus, old, new = root / "corpus", root / "old", root / "new"
     shards = epoch_one(corpus)
     with pytest.MonkeyPatch.context() as m:  # what the code before wrote (workers=1 runs inline)
-        m.setattr(state_module, "KEPT_NAME", KEPT_PARQUET_NAME)
+        m.setattr(unitfiles, "KEPT_NAME", KEPT_PARQUET_NAME)
         run_pipeline(config(corpus, old))
     assert files(old, "cache/*/kept.*") == [KEPT_PARQUET_NAME] * 2
     assert files(old, "published/000000/*") and all(

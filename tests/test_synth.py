@@ -1,4 +1,4 @@
-"""Specification of ``trajpipe synth``: the synthetic corpus honours every DESIGN §2 contract."""
+"""Specification of ``trajpipe synth``: the synthetic corpus honours every input contract."""
 
 from __future__ import annotations
 

@@ -272,7 +272,8 @@ def test_a_run_command_that_may_write_forgets_the_displayed_files() -> None:
 
 
 def test_an_edit_script_outside_the_converters_shapes_is_not_run() -> None:
-    from pipeline.convert.runfiles import Files, run_edit
+    from pipeline.convert.editrun import run_edit
+    from pipeline.convert.runfiles import Files
 
     files = Files({"/testbed/a.py": "x\n"})
     assert run_edit("import os\nos.system('touch /tmp/pwned')", files) is None
@@ -319,7 +320,8 @@ def test_arithmetic_is_no_program() -> None:
 
 def test_an_edit_of_a_file_not_known_is_not_run() -> None:
     from pipeline.convert import edits
-    from pipeline.convert.runfiles import Files, edit_script, run_edit
+    from pipeline.convert.editrun import edit_script, run_edit
+    from pipeline.convert.runfiles import Files
 
     script = edit_script(edits.replace_command("/testbed/a.py", [("x", "y", False)], "ok"))
     assert script is not None

@@ -36,6 +36,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pipeline.convert.actions import Action, ToolState
+from pipeline.convert.bash import split_exit_marker
 from pipeline.convert.render import (
     SENTINELS,
     SUBMIT_COMMAND,
@@ -47,17 +49,11 @@ from pipeline.convert.render import (
 from pipeline.convert.returncodes import infer_returncode
 from pipeline.convert.roots import RootRewriter
 from pipeline.convert.runfiles import RunFiles
-from pipeline.convert.tools import (
-    BASH_TOOLS,
-    Action,
-    ToolState,
-    convert_call,
-    peel_wrappers,
-    split_exit_marker,
-)
+from pipeline.convert.tools import BASH_TOOLS, convert_call
 from pipeline.core.episode import Bash, ConvertError, Episode, ToolCall
 from pipeline.parsers.affine_view import EXIT_NOTED_HARNESSES
 from pipeline.parsers.assembly import SUBMIT_MARKERS
+from pipeline.text.shell import peel_wrappers
 
 __all__ = ["SUBMIT_COMMAND", "Converted", "TurnSource", "convert_episode", "convert_turns"]
 

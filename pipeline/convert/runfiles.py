@@ -21,21 +21,16 @@ again once displayed whole. :class:`RunFiles` forgets by what a command can writ
 
 from __future__ import annotations
 
-import ast
-import dis
-import io
 import posixpath
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
-from types import CodeType
-from typing import Any
 
+from pipeline.convert.editrun import _abs, edit_script, run_edit
+from pipeline.convert.roots import TESTBED
 from pipeline.text.shell import Segment, split_command
 
-TESTBED = "/testbed"
-_PY_HEREDOC = re.compile(r"\Apython3 - <<'(\w+)'([^\n]*)\n(.*)\n\1\Z", re.S)
 _CAT_N_LINE = re.compile(r"^ {0,5}\d+\t", re.M)
 # programs that only read: a command made of these alone (no redirection) changes no file
 _READ_ONLY = frozenset(
@@ -81,40 +76,6 @@ _READ_ONLY = frozenset(
 _GIT_READ = frozenset({"status", "diff", "log", "show", "grep", "blame", "ls-files", "rev-parse", "branch"})
 
 
-class _Exit(Exception):
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-
-class _Sys:
-    def __init__(self) -> None:
-        self.exit = self._exit
-
-    @staticmethod
-    def _exit(code: int = 0) -> None:
-        raise _Exit(int(code or 0))
-
-
-class _Writer(io.StringIO):
-    """A file opened for writing: its text lands in ``sink`` when it is closed."""
-
-    def __init__(self, sink: dict[str, str], path: str) -> None:
-        super().__init__(newline="")
-        self.sink, self.path = sink, path
-
-    def close(self) -> None:
-        if not self.closed:
-            self.sink[self.path] = self.getvalue()
-        super().close()
-
-
-@dataclass
-class Outcome:
-    printed: str
-    code: int
-    text: str | None  # the file's text after the script (None: it did not write)
-
-
 @dataclass
 class Files:
     """Known file texts by absolute path (a display is decoded when an edit first reads it)."""
@@ -145,10 +106,6 @@ class Files:
             return
         if self.known and not synthesised and not read_only(command, segments):
             self.known.clear()
-
-
-def _abs(path: str) -> str:
-    return posixpath.normpath(path if path.startswith("/") else posixpath.join(TESTBED, path))
 
 
 # SWE-agent's window as the converter prints it: lines FIRST..LAST of one file, then its total
@@ -244,122 +201,6 @@ def read_only(command: str, segments: list[Segment] | None = None) -> bool:
             return False
     return True
 
-
-def _codes(code: CodeType) -> Iterator[CodeType]:
-    """A code object and every code object nested in it."""
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            yield from _codes(const)
-
-
-_FOR_ITER = dis.opmap["FOR_ITER"]
-_BACKWARD = frozenset(dis.opmap[n] for n in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT") if n in dis.opmap)
-
-
-def _plain(code: CodeType) -> bool:
-    """Whether a compiled script is one a plain edit script can be: no name a way out of the
-    restricted namespace needs (dunders, formatters), and no loop but ``for`` over a container
-    (every backward jump closes a ``for``; ``range`` is not among its builtins), so it ends."""
-    for c in _codes(code):
-        if any(name.startswith("_") or name in _REFUSED_NAMES for name in c.co_names):
-            return False
-        ops = c.co_code[::2]  # one opcode per two-byte unit (inline caches are units too)
-        if sum(op in _BACKWARD for op in ops) > ops.count(_FOR_ITER):
-            return False
-    return True
-
-
-# names a plain edit script never needs: dunders (the way out of a restricted namespace) and the
-# string formatters that read attributes named inside a format string
-_REFUSED_NAMES = frozenset({"format", "format_map", "globals", "locals", "vars", "getattr", "eval", "exec"})
-_BUILTINS = {
-    "len": len, "max": max, "min": min, "enumerate": enumerate, "sum": sum,
-    "str": str, "int": int, "list": list, "compile": compile, "SyntaxError": SyntaxError,
-    "ValueError": ValueError, "repr": repr, "any": any, "all": all,
-}  # fmt: skip
-
-
-def edit_script(command: str) -> tuple[str, str] | None:
-    """``(script, then)`` of a ``python3 -`` heredoc command (``then``: what runs after it)."""
-    m = _PY_HEREDOC.match(command)
-    if m is None:
-        return None
-    return m.group(3), m.group(2).strip().removeprefix("&&").strip()
-
-
-# the converter's edit scripts name their one file first (``path = '…'``) and read it whole
-_PATH_LINE = re.compile(r"^path = (.+)$", re.M)
-
-
-def _reads_unknown(script: str, files: Files) -> bool:
-    """Whether a converter's edit script reads a file whose text is not known (most edits: a file
-    is rarely displayed whole before it is edited), told from its text without compiling it."""
-    if "f.read()" not in script:
-        return False
-    m = _PATH_LINE.search(script)
-    if m is None:
-        return False
-    try:
-        path = ast.literal_eval(m.group(1))
-    except (ValueError, SyntaxError):
-        return False
-    return isinstance(path, str) and files.text(_abs(path)) is None
-
-
-def run_edit(script: str, files: Files) -> Outcome | None:
-    """The script run on the known files; None when it reads a file not known, or is not one of
-    the converter's plain edit scripts (then nothing is proven by running it)."""
-    if _reads_unknown(script, files):
-        return None  # it would stop at its read: not compiled for nothing
-    try:
-        code_obj = compile(script, "<edit>", "exec")
-    except (SyntaxError, ValueError):
-        return None
-    if not _plain(code_obj):
-        return None
-    out = io.StringIO()
-    written: dict[str, str] = {}
-    missing = False
-
-    def _open(path: str, mode: str = "r", **_: Any) -> io.StringIO:
-        nonlocal missing
-        full = _abs(path)
-        if "w" in mode:
-            return _Writer(written, full)
-        text = files.text(full)
-        if text is None:
-            missing = True
-            raise _Exit(-1)
-        return io.StringIO(text, newline="")
-
-    def _print(*args: Any, sep: str = " ", end: str = "\n") -> None:
-        out.write(sep.join(str(a) for a in args) + end)
-
-    def _import(name: str, *_: Any, **__: Any) -> Any:
-        if name == "sys":
-            return _Sys()
-        raise _Exit(-1)
-
-    env: dict[str, Any] = {
-        "__builtins__": {**_BUILTINS, "open": _open, "print": _print, "__import__": _import}
-    }
-    code = 0
-    try:
-        exec(code_obj, env)
-    except _Exit as e:
-        code = e.code
-    except Exception:
-        return None
-    if missing or code < 0:
-        return None
-    text = None
-    for path, text in written.items():
-        files.known[path] = text
-    return Outcome(out.getvalue(), code, text)
-
-
-# ---------------------------------------------------------------------------------------- RunFiles
 
 _HEREDOC_OPENER = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\1")
 _SHELL_EXPANDS = re.compile(r"[$`\\]")  # what bash rewrites in an unquoted heredoc's body

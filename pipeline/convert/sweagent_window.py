@@ -68,7 +68,7 @@ from pipeline.convert.edits import (
     window_replace_command,
 )
 from pipeline.core.episode import ConvertError
-from pipeline.parsers.sweagent import WINDOW_COMMANDS
+from pipeline.parsers.sweagent_tools import WINDOW_COMMANDS
 
 WINDOW_RE = re.compile(
     r"\[File: (?P<path>[^\n]+?) \((?P<total>\d+) lines total\)\](?:\n|\Z)"

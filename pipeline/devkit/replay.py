@@ -45,9 +45,9 @@ from pipeline.convert.render import (  # render_timeout: re-exported, its one ho
     render_timeout,
     submission_of,
 )
+from pipeline.convert.roots import TESTBED
 from pipeline.text.shell import split_command
 
-TESTBED = "/testbed"
 TIMEOUT_S = 60  # mini-swe-agent extra/swebench.yaml environment.timeout
 ENV = {"PAGER": "cat", "MANPAGER": "cat", "LESS": "-R", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1"}
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

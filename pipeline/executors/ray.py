@@ -1,9 +1,9 @@
 """Ray executor: the same ``map`` as the local process pool, on a local or remote Ray cluster.
 
 Ray is an optional extra (``pip install trajpipe[ray]``) and is imported only when this
-executor is built. Work is plain Ray Core tasks, one per item (research
-pipeline-design §2.4 pattern A): the mapped function writes its real output to the shared work
-dir and returns a small summary, so nothing large crosses the object store. At most
+executor is built. Work is plain Ray Core tasks, one per item: the mapped function writes its
+real output to the shared work dir and returns a small summary, so nothing large crosses the
+object store. At most
 ``max_in_flight`` tasks are submitted at once, so driver and object-store memory stay flat
 however many units a corpus has.
 """

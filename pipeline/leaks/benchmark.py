@@ -7,7 +7,7 @@
   as a printed diff: its ``+`` line as an addition in a text that also names the patch's file, never
   by the added line alone (template-like one-liners recur across repositories). Plain lines of
   observations never count: a ``cat`` of a later checkout (or an installed copy) of the same library
-  is the repository's unchanged source, corpus material (marin#6852, research §3.1);
+  is the repository's unchanged source, corpus material;
 * ``problem_statement``: word 8-gram containment of a statement >= ``STATEMENT_CONTAINMENT`` (0.5;
   PaLM used 70% of 8-grams, we go lower because statements carry reformatted code blocks), counting
   only 8-grams that occur in at most ``MAX_GRAM_DF`` statements so issue-template boilerplate

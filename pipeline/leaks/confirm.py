@@ -2,7 +2,7 @@
 
 Evidence, any of: containment of the task's fix lines (the gold patch's added lines, or for SWE-smith
 tasks — whose ``patch`` introduces the bug — its removed lines) >= ``FIX_CONTAINMENT``; the run's own
-final diff found in the observation before the run wrote it (research §4.3: >= 0.8 of its added lines,
+final diff found in the observation before the run wrote it (>= 0.8 of its added lines,
 each block seen *with its context* as one contiguous post-image, so a one-line fix counts and a stray
 equal line does not); the task's PR number in a history listing; a SWE-smith "Bug Patch"/"Remove F2P
 Tests" commit shown with its diff; a fetch or install that returned content, not an error (for ``git
@@ -47,7 +47,7 @@ _PLAIN_DIFF = re.compile(r"^git (?:--no-pager )?diff(?: (?:HEAD|--cached|--stage
 
 
 def own_fix_seen(task: Task, output: str) -> bool:
-    """Did this observation show the run's own final fix before the run typed it (research §4.3)?"""
+    """Did this observation show the run's own final fix before the run typed it?"""
     blocks = [b for b in task.own_blocks if not all(x in task.written for x in b.added)]
     total = sum(len(b.added) for b in task.own_blocks)
     if not blocks or not output:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pipeline.leaks.text import OwnBlock, diff_side
+from pipeline.text.ids import SWESMITH_TASK_RE
 from pipeline.text.shell import Segment
 
 # Commands whose text matches none of these cannot be classified (the batch pre-filter, in Rust).
@@ -112,16 +113,13 @@ class Task:
         return {x for x in out if x}
 
 
-_SWESMITH_ID = re.compile(r"^[\w-]+__[\w.-]+\.[0-9a-f]{8}\.")
-
-
 def make_task(row: dict[str, object]) -> Task:
     """The :class:`Task` of a WORK row (instance_id, repo, base_commit, patch)."""
     iid = str(row.get("instance_id") or "")
     repo = str(row.get("repo") or "")
     patch = str(row.get("patch") or "")
-    swesmith = bool(_SWESMITH_ID.match(iid)) or repo.startswith("swesmith/")
-    # SWE-smith's patch introduces the bug: its removed lines are the fix (input-formats §3.1).
+    swesmith = bool(SWESMITH_TASK_RE.match(iid)) or repo.startswith("swesmith/")
+    # SWE-smith's patch introduces the bug: its removed lines are the fix.
     fix = diff_side(patch, "-" if swesmith else "+")
     m = re.search(r"(?:\.pr_|-)(\d+)$", iid)
     task = Task(iid, repo, str(row.get("base_commit") or ""), fix, swesmith, m.group(1) if m else "")

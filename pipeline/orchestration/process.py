@@ -28,7 +28,8 @@ from pipeline.stages.base import DETAIL_LIMIT, Step, drops_from, paused_gc
 from pipeline.stages.context import Context, reference_cache
 from pipeline.stages.quarantine import Quarantine, SourceItem, quarantine_rows
 from pipeline.stages.rows import dataset_of
-from pipeline.store.state import IngestKey, State, UnitMeta, UnitSummary, encode_ingested
+from pipeline.store.records import IngestKey, UnitMeta, UnitSummary, encode_ingested
+from pipeline.store.state import State
 from schemas.run import DROPS, WORK, empty
 
 QUARANTINE = Quarantine.name

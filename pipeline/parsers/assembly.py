@@ -14,8 +14,6 @@ from pipeline.text.ids import HEX_RE, repo_from_id, swesmith_commit
 from schemas.miniswe import INPUT_SENTINELS
 
 SUBMIT_MARKERS = INPUT_SENTINELS
-
-
 # Affine completion.py's finish-tool names (case-insensitive).
 FINISH_RE = re.compile(
     r"^(submit|finish|done|complete|task_complete|complete_task|attempt_completion|final_answer"
@@ -31,15 +29,11 @@ def is_submit(call: ToolCall | Bash) -> bool:
 
 
 ROOT_UPLOADED_RE = re.compile(r"<uploaded_files>\s*\n?\s*(/[^\s<]+)\s*\n?\s*</uploaded_files>")
-
-
 ROOT_CD_RE = re.compile(
     r"(?:^|&&|;|\n)\s*cd\s+(/(?:testbed|repo|app|workspace/[\w.-]+|home/[\w.-]+/[\w.-]+"
     r"|tmp/[\w./-]+|[\w-]+__[\w.-]+))/?\s*(?:&&|;|$)",
     re.MULTILINE,
 )
-
-
 ROOT_DIR_RE = re.compile(r"in the directory (/[^\s.,]+(?:\.[^\s.,]+)*)")
 
 

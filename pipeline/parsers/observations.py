@@ -21,11 +21,7 @@ PRE1_OBS_RE = re.compile(
     r"|<stdout>\n(?P<o2>.*?)\n</stdout>\n<stderr>\n(?P<e2>.*)\n</stderr>)\Z",
     re.DOTALL,
 )
-
-
 PRE1_ELIDED_RE = re.compile(r"\A<warning>\n.*</warning>\s*<observation_head>\n", re.DOTALL)
-
-
 # mini-swe-agent 1.x's timeout message (1.17.5; versions before 1.16 put a space before <output>)
 MINI_TIMEOUT_RE = re.compile(
     r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
@@ -33,37 +29,21 @@ MINI_TIMEOUT_RE = re.compile(
     r"Please try another command and make sure to avoid those requiring interactive input\.\Z",
     re.DOTALL,
 )
-
-
 MINI_TIMEOUT_ELIDED_RE = re.compile(
     r"\AThe last command <command>.*?</command> timed out and has been killed\.\n"
     r"The output of the command was:\n<warning>Output was too long",
     re.DOTALL,
 )
-
-
 PRE1_TIMEOUT = "The command timed out. Please change your command and make sure it doesn't require input."
-
-
 MINI_OBS_RE = re.compile(r"\A\s*<returncode>\s*(-?\d{1,9})\s*</returncode>\s*\n?(.*)\Z", re.DOTALL)
-
-
 MINI_OUTPUT_RE = re.compile(r"\A<output>\n?(.*)</output>\s*\Z", re.DOTALL)
-
-
 # the two above as mini-swe-agent 1.x renders a finished command (its usual observation): one
 # match from the start instead of the chain of prefixes that decorated_observation tries
 MINI_RENDERED_RE = re.compile(
     r"<returncode>(-?\d{1,9})</returncode>\n<output>\n(.*)</output>\s*\Z", re.DOTALL
 )
-
-
 EXEC_RESULT_RE = re.compile(r"\AEXECUTION RESULT of \[([^\]\n]{0,200})\]:\n?")
-
-
 OH_EXIT_RE = re.compile(r"\[Command finished with exit code (-?\d{1,9})\]")
-
-
 # OpenHands appends its shell state after the output; none of it is printed by the command:
 # a chain of one-line notes ``\n?[…]`` (tests/test_parsers_tail.py gives it in that form). The
 # first note's head is spelled "\n[" or "[", so that a search skips to those two characters
@@ -73,24 +53,12 @@ _OH_CWD, _OH_PYTHON, _OH_EXIT = (
     "Python interpreter: ",
     "Command finished with exit code ",
 )
-
-
 _OH_NOTE_BODY = rf"(?:{_OH_CWD}[^\n\]]*|{_OH_PYTHON}[^\n\]]*|{_OH_EXIT}-?\d+)\]"
-
-
 OH_TRAILER_RE = re.compile(rf"(?:\n\[|\[){_OH_NOTE_BODY}(?:\n?\[{_OH_NOTE_BODY})*\s*\Z")
-
-
 SWEAGENT_PREFIX_RE = re.compile(r"\A(?:OBSERVATION:\n|Observation: ?)")
-
-
 # SWE-agent's window-state footer (templates, not command output).
 SWEAGENT_FOOTER_RE = re.compile(r"\n?\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
-
-
 SWEAGENT_EMPTY = "Your command ran successfully and did not produce any output."
-
-
 # clean_observation's fast path: a text that no prefix above can start (each needs its head at
 # the start; the returncode and the empty-output notice after blank space), with no trailer at
 # its end and no OH_EXIT_MARK in the last 300 characters (where the exit code is read) comes back
@@ -101,14 +69,8 @@ _DECORATED_HEAD = re.compile(
     r"\s*(?:<returncode>|Your command ran)|<args>\n|<warning>\n|EXECUTION RESULT of \[|O(?:BSERVATION:\n|bservation:)"
     r"|The (?:last command <command>|command timed out)"  # _fill's timeout messages
 )
-
-
 _DECORATED_LAST = "]$"
-
-
 _OH_NOTE_HEAD = re.compile(rf"\[(?:{_OH_CWD}|{_OH_PYTHON}|{_OH_EXIT})")
-
-
 OH_EXIT_MARK = f"[{_OH_EXIT}"
 
 

@@ -54,7 +54,7 @@ from pipeline.parsers.dialects import join_thought, strip_think
 from pipeline.parsers.fields import as_dict, as_list, decode_args, opt_str, sub_dict, text_of
 from pipeline.parsers.format import Format, Machines, is_event_list
 from pipeline.parsers.observations import clean_observation
-from pipeline.parsers.sweagent import prints_final_newline
+from pipeline.parsers.sweagent_outputs import prints_final_newline
 from pipeline.parsers.walker import repair_after_format_errors
 
 _SKIP_ACTIONS = frozenset(

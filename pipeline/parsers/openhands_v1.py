@@ -80,7 +80,7 @@ from pipeline.parsers.openhands import (
     recorded_patch,
     without_refused_calls,
 )
-from pipeline.parsers.sweagent import prints_final_newline
+from pipeline.parsers.sweagent_outputs import prints_final_newline
 
 # the events that carry the run: one of them marks a V1 record
 _V1_STEP_KINDS = frozenset({"ActionEvent", "ObservationEvent"})

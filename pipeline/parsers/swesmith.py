@@ -16,14 +16,9 @@ from pipeline.parsers.format import Format
 from pipeline.parsers.messages import first_user_text, row_task_messages
 from pipeline.parsers.miniswe import has_mini_marker
 from pipeline.parsers.observations import restore_pty_newlines
-from pipeline.parsers.sweagent import (
-    declared_tools,
-    mark_timeouts,
-    restore_final_newlines,
-    settle_submits,
-    terminal_ls,
-    tool_actions,
-)
+from pipeline.parsers.sweagent import settle_submits
+from pipeline.parsers.sweagent_outputs import mark_timeouts, restore_final_newlines, terminal_ls
+from pipeline.parsers.sweagent_tools import declared_tools, tool_actions
 
 _STYLE = {"tool_calls": "tool", "xml": "xml", "tool_call_xml": "xml", "ticks": "ticks"}
 

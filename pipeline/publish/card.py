@@ -1,4 +1,4 @@
-"""The dataset card (README.md) of one dataset, section by section like seed 002.
+"""The dataset card (README.md) of one dataset, section by section in the card's fixed order.
 
 Every number is computed from what is passed in: the dataset's rows, the ledger's drops and the
 build's stats.json. Nothing is read from logs or hard-coded.
@@ -38,7 +38,7 @@ NUMBER_WORDS = [
     "twelve",
 ]
 AFFINE_UID = re.compile(r"^(?P<base>.+?)/(?P<kind>views|traces)/(?P<rest>[^#]*)")
-# Contents tables: (heading, column), in seed 002's order.
+# Contents tables: (heading, column), in the card's order.
 CONTENTS = [
     ("Resolved", "resolved"),
     ("Harness", "harness"),

@@ -1,4 +1,4 @@
-"""Affine's public corpus (DESIGN §2.1): manifests, view shards and trace chunks.
+"""Affine's public corpus: manifests, view shards and trace chunks.
 
 Listing (driver) reads the manifest chain; reading (worker) streams one chunk line by line,
 verifying its sha256 as it goes. Nothing here interprets a record beyond its top-level shape.

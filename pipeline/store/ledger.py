@@ -13,7 +13,7 @@ from typing import NotRequired, TypedDict
 import polars as pl
 
 from pipeline.core.stages import STAGE_ORDER
-from pipeline.store.state import IngestKey
+from pipeline.store.records import IngestKey
 from schemas.run import DROPS, empty
 
 

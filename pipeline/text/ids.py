@@ -7,6 +7,8 @@ import re
 
 HEX_RE = re.compile(r"\A[0-9a-f]{7,40}\Z")
 SWESMITH_ID_RE = re.compile(r"\A([\w.-]+?__[\w.-]+?)\.([0-9a-f]{8})\.")
+# the start of a SWE-smith task id as the leak rules tell one (an owner without dots)
+SWESMITH_TASK_RE = re.compile(r"^[\w-]+__[\w.-]+\.[0-9a-f]{8}\.")
 
 
 def swesmith_commit(instance_id: str) -> str | None:
@@ -54,7 +56,7 @@ def id_base_commit(instance_id: str) -> str | None:
 
 
 def normalise_repo(repo: str) -> str:
-    """``owner/repo`` and URL forms → ``owner__repo`` (the catalog's and seed 002's spelling)."""
+    """``owner/repo`` and URL forms → ``owner__repo`` (the catalog's spelling)."""
     r = repo.strip().removesuffix(".git")
     for prefix in ("https://github.com/", "http://github.com/", "github.com/"):
         if r.startswith(prefix):

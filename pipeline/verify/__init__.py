@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from pipeline.convert import Converted
+from pipeline.convert.editrun import edit_script, run_edit
 from pipeline.convert.render import SUBMIT_COMMAND, submission_of
 from pipeline.convert.roots import TESTBED
-from pipeline.convert.runfiles import Files, edit_script, run_edit
+from pipeline.convert.runfiles import Files
 from pipeline.core.episode import Episode
 from pipeline.text.shell import Segment, split_command
 from pipeline.verify.decoration import decoration_in

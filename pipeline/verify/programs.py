@@ -107,7 +107,7 @@ def _harness_tools() -> frozenset[str]:
     """Every tool name of a harness the project reads that is not also a program or builtin."""
     from pipeline.convert import tools
     from pipeline.convert.sweagent_window import JSON_SIGNATURES
-    from pipeline.parsers.sweagent import WINDOW_COMMANDS
+    from pipeline.parsers.sweagent_tools import WINDOW_COMMANDS
 
     names: set[str] = set()
     for table in (

@@ -1,6 +1,6 @@
 """Write Affine corpora (the inverse of ``pipeline.sources.affine``): gzip JSONL chunks and manifests.
 
-The one writer of the input contract of DESIGN §2.1, shared by the synthetic corpus
+The one writer of the Affine corpus layout, shared by the synthetic corpus
 (``pipeline.devkit.synth.corpus``) and the tests' hand-built corpora (``tests/corpus_kit.py``).
 """
 
