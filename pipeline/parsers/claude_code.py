@@ -34,7 +34,13 @@ from pipeline.parsers.affine_view import AFFINE_MACHINES
 from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
 from pipeline.parsers.messages import Msg
-from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
+from pipeline.parsers.sessions import (
+    cut_at_second_prompt,
+    never_a_record,
+    require_task,
+    session_episode,
+    session_events,
+)
 
 _MESSAGE_TYPES = ("user", "assistant")
 # user text Claude Code writes itself around local commands (``/clear``, ``!ls``)
@@ -260,17 +266,12 @@ def _is_claude_session(head: list[Any]) -> bool:
     )
 
 
-def _no_single_record(obj: Any) -> bool:
-    # a transcript is a whole file, never one JSON record of a file of runs
-    return False
-
-
 FORMAT = Format(
     kind="claude_code",
     parse=parse_claude_code,
     harness="claude_code",
     machines={"claude_code": AFFINE_MACHINES["claude_code"]},  # the machine of Affine's claude_code
     name="Claude Code session",
-    detect=_no_single_record,
+    detect=never_a_record,
     session=_is_claude_session,
 )

@@ -41,7 +41,13 @@ from pipeline.core.episode import Episode, ParseError, RawRun, ToolCall
 from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
 from pipeline.parsers.messages import Msg
-from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
+from pipeline.parsers.sessions import (
+    cut_at_second_prompt,
+    never_a_record,
+    require_task,
+    session_episode,
+    session_events,
+)
 
 _PREAMBLE = (
     "<environment_context>",
@@ -311,17 +317,12 @@ def _is_codex_session(head: list[Any]) -> bool:
     return False
 
 
-def _no_single_record(obj: Any) -> bool:
-    # a rollout is a whole file, never one JSON record of a file of runs
-    return False
-
-
 FORMAT = Format(
     kind="codex",
     parse=parse_codex,
     harness="codex",
     machines={"codex": ("codex", "Codex CLI (its shell tool `exec_command`/`shell` and `apply_patch`)")},
     name="Codex CLI rollout",
-    detect=_no_single_record,
+    detect=never_a_record,
     session=_is_codex_session,
 )

@@ -29,7 +29,13 @@ from pipeline.parsers.affine_view import AFFINE_MACHINES
 from pipeline.parsers.fields import decode_args, opt_str
 from pipeline.parsers.format import Format
 from pipeline.parsers.messages import Msg
-from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
+from pipeline.parsers.sessions import (
+    cut_at_second_prompt,
+    never_a_record,
+    require_task,
+    session_episode,
+    session_events,
+)
 from pipeline.parsers.workdir import declared_workdir
 
 _MARKERS = frozenset({"_checkpoint", "_usage", "_system_prompt"})
@@ -107,17 +113,12 @@ def _is_kimi_context(head: list[Any]) -> bool:
     )
 
 
-def _no_single_record(obj: Any) -> bool:
-    # a context is a whole file, never one JSON record of a file of runs
-    return False
-
-
 FORMAT = Format(
     kind="kimi",
     parse=parse_kimi,
     harness="kimi_code",
     machines={"kimi_code": AFFINE_MACHINES["kimi_code"]},
     name="Kimi CLI context",
-    detect=_no_single_record,
+    detect=never_a_record,
     session=_is_kimi_context,
 )

@@ -31,7 +31,13 @@ from pipeline.parsers.affine_view import AFFINE_MACHINES
 from pipeline.parsers.fields import opt_str
 from pipeline.parsers.format import Format
 from pipeline.parsers.messages import Msg
-from pipeline.parsers.sessions import cut_at_second_prompt, require_task, session_episode, session_events
+from pipeline.parsers.sessions import (
+    cut_at_second_prompt,
+    never_a_record,
+    require_task,
+    session_episode,
+    session_events,
+)
 
 _SLASH_COMMAND = re.compile(r"\A/[\w:-]+(?: \S+)?\Z")
 _ELIDED = re.compile(r"\d+ more lines (?:not shown|in file)|Use offset=\d+ to continue|\[Output truncated")
@@ -131,17 +137,12 @@ def _is_pi_session(head: list[Any]) -> bool:
     return first is not None and first.get("type") == "session" and isinstance(first.get("cwd"), str)
 
 
-def _no_single_record(obj: Any) -> bool:
-    # a session is a whole file, never one JSON record of a file of runs
-    return False
-
-
 FORMAT = Format(
     kind="pi",
     parse=parse_pi,
     harness="pi",
     machines={"pi": AFFINE_MACHINES["pi"]},
     name="pi session",
-    detect=_no_single_record,
+    detect=never_a_record,
     session=_is_pi_session,
 )

@@ -39,6 +39,12 @@ from pipeline.parsers.messages import Msg
 _ZSH = re.compile(r"^(?:\(eval\):\d+: |zsh:\d*:? )", re.M)
 
 
+def never_a_record(obj: Any) -> bool:
+    """A session format's ``detect``: a session is a whole file, never one JSON record of a
+    file of runs (its ``session`` detector reads the file's first lines instead)."""
+    return False
+
+
 def session_events(raw: RawRun) -> list[dict[str, Any]]:
     """The session's events (decoded lines that are objects; others are counted, not read)."""
     events = as_list(raw.payload.get("events"), "events")
